@@ -1,0 +1,175 @@
+"""Running a traced program on the backend at hand and comparing with a reference."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from pallaslab._src.core import jax_adapter
+from pallaslab._src.core.inspection import Program
+from pallaslab._src.records import Comparison, OutputSummary, RunResult
+
+# (rtol, atol relative to the reference's largest magnitude), by dtype: bf16 keeps 8
+# significant bits, f16 11, f32 24; integer and boolean outputs must match exactly.
+_TOLERANCES: dict[str, tuple[float, float]] = {
+    "bfloat16": (1.6e-2, 1.6e-2),
+    "float16": (2e-3, 2e-3),
+    "float32": (2e-5, 2e-5),
+    "float64": (1e-9, 1e-9),
+    "complex64": (2e-5, 2e-5),
+    "complex128": (1e-9, 1e-9),
+}
+
+
+def tolerance_for(dtype: str) -> tuple[float, float]:
+    """(rtol, atol scale) fit for comparing outputs of this dtype."""
+    return _TOLERANCES.get(dtype, (0.0, 0.0))
+
+
+def example_arrays(specs: Sequence[Any], seed: int = 0) -> list[Any]:
+    """Concrete arrays for example arguments: `ShapeDtypeStruct`s become seeded data.
+
+    Floating inputs are standard normal; integer inputs are small non-negative
+    integers (they are often indices); booleans are fair coin flips.
+    """
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for spec in specs:
+        if not isinstance(spec, jax.ShapeDtypeStruct):
+            arrays.append(spec)
+            continue
+        dtype = np.dtype(spec.dtype)
+        if dtype.kind == "f" or dtype.name == "bfloat16":
+            value = rng.standard_normal(spec.shape, dtype=np.float32)
+        elif dtype.kind in "iu":
+            value = rng.integers(0, 4, spec.shape)
+        elif dtype.kind == "b":
+            value = rng.random(spec.shape) < 0.5
+        else:
+            value = rng.standard_normal(spec.shape)
+        arrays.append(jax.numpy.asarray(value, dtype=spec.dtype))
+    return arrays
+
+
+def run_program(
+    program: Program, args: Sequence[Any], kwargs: dict[str, Any], ref: Any = None
+) -> RunResult:
+    """Runs `program` once and summarises (and compares) its outputs.
+
+    Args:
+        program: The traced program.
+        args: Positional arguments as the traced callable takes them; with neither
+            these nor `kwargs`, the traced examples (random data for shapes).
+        kwargs: Keyword arguments.
+        ref: A callable taking the same arguments, or the expected output(s).
+    """
+    if program.jitted is None or program.rebuild is None:
+        raise ValueError("no single program was traced; name a call to run it")
+    leaves = (
+        program.dynamic_leaves(args, kwargs)
+        if args or kwargs
+        else example_arrays(program.example_args)
+    )
+    jax_adapter.install_cpu_interpret()
+    backend = jax.default_backend()
+    started = time.perf_counter()
+    with jax_adapter.auto_interpret():
+        outputs = jax.block_until_ready(program.jitted(*leaves))
+    seconds = time.perf_counter() - started
+    flat_outputs = [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)]
+    comparison = None
+    if ref is not None:
+        if callable(ref):
+            call_args, call_kwargs = program.rebuild(leaves)
+            ref = ref(*call_args, **call_kwargs)
+        comparison = compare(flat_outputs, ref)
+    return RunResult(
+        backend=backend,
+        mode="interpret" if backend == "cpu" and program.sites else "compiled",
+        outputs=tuple(
+            summarize(spec.path, value)
+            for spec, value in zip(program.outputs, flat_outputs, strict=True)
+        ),
+        seconds=seconds,
+        comparison=comparison,
+        values=tuple(flat_outputs),
+    )
+
+
+def summarize(path: str, value: np.ndarray) -> OutputSummary:
+    """Shape, dtype, a preview and NaN/Inf counts of one output."""
+    dtype = str(value.dtype)
+    flat = value.reshape(-1)
+    numeric = flat.astype(np.float64) if value.dtype.kind in "fc" or dtype == "bfloat16" else None
+    finite = numeric[np.isfinite(numeric)] if numeric is not None else flat
+    return OutputSummary(
+        path=path,
+        shape=tuple(value.shape),
+        dtype=dtype,
+        preview=np.array2string(flat[:6], precision=4, separator=", ", threshold=6)
+        + (" ..." if flat.size > 6 else ""),
+        nan_count=int(np.isnan(numeric).sum()) if numeric is not None else 0,
+        inf_count=int(np.isinf(numeric).sum()) if numeric is not None else 0,
+        min=float(finite.min()) if finite.size and value.dtype.kind != "b" else None,
+        max=float(finite.max()) if finite.size and value.dtype.kind != "b" else None,
+    )
+
+
+def compare(outputs: Sequence[np.ndarray], expected: Any) -> Comparison:
+    """Compares outputs with a reference, with tolerances fit for the dtype."""
+    references = [np.asarray(r) for r in jax.tree_util.tree_leaves(expected)]
+    if len(references) != len(outputs):
+        return _mismatch(
+            f"the reference gives {len(references)} array(s) but the program returns {len(outputs)}"
+        )
+    max_abs = max_rel = 0.0
+    mismatched = 0
+    rtol_used = atol_used = 0.0
+    for k, (out, want) in enumerate(zip(outputs, references, strict=True)):
+        where = f" (output {k})" if len(outputs) > 1 else ""
+        if out.shape != want.shape:
+            return _mismatch(
+                f"the reference has shape {tuple(want.shape)} but the program returns "
+                f"{tuple(out.shape)}{where}"
+            )
+        if out.dtype != want.dtype:
+            return _mismatch(
+                f"the reference has dtype {want.dtype} but the program returns {out.dtype}{where}"
+            )
+        rtol, atol_scale = tolerance_for(str(out.dtype))
+        got, ref = out.astype(np.float64), want.astype(np.float64)
+        finite_ref = np.abs(ref[np.isfinite(ref)])
+        atol = atol_scale * (float(finite_ref.max()) if finite_ref.size else 1.0)
+        diff = np.abs(got - ref)
+        both_nan = np.isnan(got) & np.isnan(ref)
+        same_inf = np.isinf(got) & (got == ref)
+        diff = np.where(both_nan | same_inf, 0.0, diff)
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        bad = diff > atol + rtol * np.abs(np.nan_to_num(ref))
+        mismatched += int(bad.sum())
+        if diff.size:
+            max_abs = max(max_abs, float(diff.max()))
+            scale = np.abs(ref)
+            nonzero = scale > 0
+            if nonzero.any():
+                max_rel = max(max_rel, float((diff[nonzero] / scale[nonzero]).max()))
+        rtol_used, atol_used = max(rtol_used, rtol), max(atol_used, atol)
+    return Comparison(
+        ok=mismatched == 0,
+        max_abs_err=max_abs,
+        max_rel_err=max_rel,
+        rtol=rtol_used,
+        atol=atol_used,
+        mismatched=mismatched,
+    )
+
+
+def _mismatch(problem: str) -> Comparison:
+    nan = float("nan")
+    return Comparison(
+        ok=False, max_abs_err=nan, max_rel_err=nan, rtol=0.0, atol=0.0, problem=problem
+    )

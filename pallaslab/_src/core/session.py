@@ -1,0 +1,331 @@
+"""Running a kernel cell: execute it, trace its call, run it, explain what failed.
+
+No IPython here: the magic hands this module the cell's text, a namespace and a file
+name, and gets back an outcome to display. That keeps the magic thin and lets the
+whole flow be tested without a shell.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pallaslab._src import sources
+from pallaslab._src.core import jax_adapter, running, tracing
+from pallaslab._src.core.diagnose import Diagnosis, diagnose
+from pallaslab._src.core.inspection import Inspection, Program
+from pallaslab._src.geometry.blocks import stray_blocks
+from pallaslab._src.records import SourceLocation
+
+# The magic line is line 1 of the cell; the body starts on line 2.
+MAGIC_LINE = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class CellOptions:
+    """What the magic line asked for.
+
+    Attributes:
+        call: The call to inspect (`add(x, y)`), or None to inspect the kernels the
+            cell ran.
+        ref: Reference expression: a callable or the expected value.
+        run: Whether to run the call (False with `--no-run`).
+        interpret: Force Pallas interpret mode, also on GPU and TPU.
+    """
+
+    call: str | None = None
+    ref: str | None = None
+    run: bool = True
+    interpret: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class CellOutcome:
+    """What running a kernel cell produced.
+
+    Attributes:
+        inspection: The inspection, when tracing got that far.
+        diagnosis: What went wrong, when something did.
+        error: The original exception behind `diagnosis` (None for problems
+            pallaslab found itself, like a block outside its array).
+        last_value: The value of the cell's last expression (None when it has none).
+    """
+
+    inspection: Inspection | None = None
+    diagnosis: Diagnosis | None = None
+    error: BaseException | None = None
+    last_value: Any = None
+
+
+class _CellFailedError(Exception):
+    """Internal: stops the cell's flow with a diagnosis."""
+
+    def __init__(self, diagnosis: Diagnosis, error: BaseException | None) -> None:
+        super().__init__(diagnosis.summary)
+        self.diagnosis = diagnosis
+        self.error = error
+
+
+def execute_cell(
+    body: str,
+    *,
+    filename: str,
+    namespace: dict[str, Any],
+    options: CellOptions,
+    name_source: Callable[[str], str | None],
+) -> CellOutcome:
+    """Runs a `%%kernel` cell's body, then inspects and runs what it asks for.
+
+    The body runs as ordinary Python in `namespace`, so every name it defines stays
+    there, also when a later step fails.
+
+    Args:
+        body: The cell's text below the magic line.
+        filename: The file name the cell is compiled under (its lines are numbered
+            as the cell shows them: the magic line is line 1).
+        namespace: The user's namespace.
+        options: What the magic line asked for.
+        name_source: Names files in messages ("Cell line"); None for files that
+            are not the user's.
+    """
+    magic_line = SourceLocation(filename, MAGIC_LINE)
+    last_value = None
+    inspection = None
+
+    def fail(error: BaseException, fallback: SourceLocation | None = None) -> _CellFailedError:
+        return _CellFailedError(diagnose(error, name_source, namespace, fallback), error)
+
+    try:
+        with _interpret_scope(options.interpret):
+            statements, last_expr = _compile(body, filename, fail)
+            with jax_adapter.recording_kernels() as recorded:
+                try:
+                    exec(statements, namespace)
+                    if last_expr is not None:
+                        last_value = eval(last_expr, namespace)
+                except Exception as error:
+                    raise fail(error) from None
+            if options.call is None:
+                if options.ref is not None:
+                    raise _CellFailedError(
+                        Diagnosis(
+                            "usage",
+                            "--ref compares the result of the call on the magic line; "
+                            'name one, as in `%%kernel add(x, y) --ref "x + y"`.',
+                            location=magic_line,
+                            label=name_source(filename) or "",
+                        ),
+                        None,
+                    )
+                inspection = inspect_recorded(recorded)
+                return CellOutcome(inspection=inspection, last_value=last_value)
+
+            fn, args, kwargs = _evaluate_call(options.call, namespace, magic_line, fail)
+            try:
+                program = tracing.trace_program(fn, args, kwargs)
+            except Exception as error:
+                raise fail(error, magic_line) from None
+            inspection = Inspection.from_program(program)
+            _check_blocks(inspection, program, args, kwargs, name_source)
+            if options.run:
+                inspection = _run(
+                    inspection,
+                    args=args,
+                    kwargs=kwargs,
+                    options=options,
+                    namespace=namespace,
+                    magic_line=magic_line,
+                    fail=fail,
+                )
+                _check_reference(inspection, magic_line, name_source)
+    except _CellFailedError as failed:
+        return CellOutcome(
+            inspection=inspection,
+            diagnosis=failed.diagnosis,
+            error=failed.error,
+            last_value=last_value,
+        )
+    return CellOutcome(inspection=inspection, last_value=last_value)
+
+
+@contextlib.contextmanager
+def _interpret_scope(forced: bool) -> Iterator[None]:
+    jax_adapter.install_cpu_interpret()
+    with jax_adapter.auto_interpret(), jax_adapter.forced_interpret(forced):
+        yield
+
+
+def _compile(
+    body: str, filename: str, fail: Callable[..., _CellFailedError]
+) -> tuple[Any, Any | None]:
+    """Compiles the body; the last expression separately, so its value can be shown."""
+    # One leading line stands for the magic line, so line numbers match the cell's.
+    source = "\n" + body
+    try:
+        tree = ast.parse(source, filename, "exec")
+    except SyntaxError as error:
+        raise fail(error) from None
+    last_expr = None
+    last = tree.body[-1] if tree.body else None
+    if isinstance(last, ast.Expr):
+        tree.body.pop()
+        last_expr = compile(ast.Expression(last.value), filename, "eval")
+    return compile(tree, filename, "exec"), last_expr
+
+
+def _evaluate_call(
+    call: str,
+    namespace: dict[str, Any],
+    magic_line: SourceLocation,
+    fail: Callable[..., _CellFailedError],
+) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """Evaluates `f(a, b, k=c)` from the magic line into (f, args, kwargs)."""
+    try:
+        node = ast.parse(call.strip(), "<magic line>", "eval").body
+    except SyntaxError as error:
+        raise fail(
+            SyntaxError(f"the call on the magic line is not Python: {error.msg}"), magic_line
+        ) from None
+    if not isinstance(node, ast.Call):
+        raise _CellFailedError(
+            Diagnosis(
+                "usage",
+                f"`{call.strip()}` is not a call; write the call to inspect, as in "
+                "`%%kernel add(x, y)`.",
+                location=magic_line,
+            ),
+            None,
+        )
+    collector = "__pallaslab_collect__"
+    pieces = ast.Call(func=ast.Name(collector, ast.Load()), args=node.args, keywords=node.keywords)
+    function = ast.Expression(node.func)
+    collected = ast.Expression(pieces)
+    for tree in (function, collected):
+        ast.fix_missing_locations(ast.increment_lineno(tree, 0))
+    scope = {**namespace, collector: lambda *a, **k: (a, k)}
+    try:
+        fn = eval(compile(function, magic_line.file, "eval"), scope)
+        args, kwargs = eval(compile(collected, magic_line.file, "eval"), scope)
+    except Exception as error:
+        raise fail(error, magic_line) from None
+    if not callable(fn):
+        raise _CellFailedError(
+            Diagnosis(
+                "usage",
+                f"`{ast.unparse(node.func)}` is a {type(fn).__name__}, not a function to call.",
+                location=magic_line,
+            ),
+            None,
+        )
+    return fn, args, kwargs
+
+
+def _check_blocks(
+    inspection: Inspection,
+    program: Program,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    name_source: Callable[[str], str | None],
+) -> None:
+    """Stops with a clear message when a block lies wholly outside its array."""
+    leaves = program.dynamic_leaves(args, kwargs)
+    for kernel, site in zip(inspection.kernels, program.sites, strict=True):
+        prefetch = jax_adapter.prefetch_values(site, program, leaves)
+        for stray in stray_blocks(kernel, prefetch):
+            index_map = stray.operand.index_map
+            location = (
+                SourceLocation(index_map.source_file, index_map.source_line)
+                if index_map and index_map.source_file
+                else kernel.call_site
+            )
+            label = name_source(location.file) if location else None
+            raise _CellFailedError(
+                Diagnosis(
+                    "block-out-of-bounds",
+                    f"in kernel {kernel.name}, {stray.describe()}",
+                    "Every block needs at least one element inside its array: check the "
+                    "grid and the index map (an index map returns block indices, not "
+                    "element offsets).",
+                    location=location if label else None,
+                    label=label or "",
+                ),
+                None,
+            )
+
+
+def _run(
+    inspection: Inspection,
+    *,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    options: CellOptions,
+    namespace: dict[str, Any],
+    magic_line: SourceLocation,
+    fail: Callable[..., _CellFailedError],
+) -> Inspection:
+    ref = None
+    if options.ref is not None:
+        try:
+            ref = eval(compile(options.ref, magic_line.file, "eval"), dict(namespace))
+        except Exception as error:
+            raise fail(error, magic_line) from None
+    try:
+        result = running.run_program(inspection.program, args, kwargs, ref=ref)
+    except Exception as error:
+        raise fail(error, magic_line) from None
+    return inspection.with_result(result)
+
+
+def _check_reference(
+    inspection: Inspection, magic_line: SourceLocation, name_source: Callable[[str], str | None]
+) -> None:
+    """A reference of another shape or dtype is a mistake in the magic line."""
+    result = inspection.result
+    if result is None or result.comparison is None or not result.comparison.problem:
+        return
+    raise _CellFailedError(
+        Diagnosis(
+            "reference",
+            f"--ref does not match {inspection.name}: {result.comparison.problem}.",
+            "The reference must compute the same outputs: same shapes, same dtypes "
+            "(cast with `.astype(...)` if needed).",
+            location=magic_line,
+            label=name_source(magic_line.file) or "",
+        ),
+        None,
+    )
+
+
+def inspect_recorded(sites: list[jax_adapter.KernelSite]) -> Inspection:
+    """An inspection of the kernels a cell ran, when no call was named."""
+    unique: list[jax_adapter.KernelSite] = []
+    for site in sites:
+        if not any(jax_adapter.same_kernel(site, seen) for seen in unique):
+            unique.append(site)
+    notices: tuple[str, ...] = ()
+    if not unique:
+        notices = (
+            "This cell ran no Pallas kernel pallaslab could trace. A function JAX "
+            "compiled in an earlier cell runs from JAX's cache without being traced "
+            "again: name the call on the magic line, as in `%%kernel add(x, y)`.",
+        )
+    elif notice := jax_adapter.feature_notice("record-kernels"):
+        notices = (notice,)
+    program = Program(
+        name="cell",
+        flat_fn=None,
+        closed_jaxpr=None,
+        args=(),
+        outputs=(),
+        example_args=(),
+        sites=tuple(unique),
+    )
+    return Inspection.from_program(program, notices=notices)
+
+
+def is_user_source(filename: str) -> bool:
+    """Whether a file is the user's own (not a library's)."""
+    return bool(filename) and not filename.startswith("<") and not sources.is_library_file(filename)

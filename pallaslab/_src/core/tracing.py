@@ -1,0 +1,134 @@
+"""Tracing a callable with example arguments into an `Inspection`."""
+
+from __future__ import annotations
+
+import functools
+import inspect as pyinspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from pallaslab._src.core import jax_adapter
+from pallaslab._src.core.inspection import Inspection, Program
+from pallaslab._src.records import ArraySpec
+
+
+def inspect(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Inspection:
+    """Traces `fn(*args, **kwargs)` and describes every Pallas kernel it runs.
+
+    Nothing runs and nothing large is allocated: arguments may be
+    `jax.ShapeDtypeStruct`s. Array leaves (and `ShapeDtypeStruct`s) are traced;
+    every other leaf (ints, strings, callables ...) is passed to `fn` as is, so
+    block sizes and activation functions can be ordinary Python values.
+
+    Args:
+        fn: Any JAX-traceable callable: a `pallas_call`, a jitted function, a
+            `vmap`, a function under `jax.grad` ...
+        *args: Example positional arguments.
+        **kwargs: Example keyword arguments.
+
+    Returns:
+        The inspection: the program's jaxpr and one `Kernel` record per Pallas kernel
+        found anywhere in it.
+
+    Example:
+        >>> insp = pallaslab.inspect(add, jax.ShapeDtypeStruct((1024,), jnp.float32),
+        ...                          jax.ShapeDtypeStruct((1024,), jnp.float32))
+        >>> insp.kernels[0].grid
+        (8,)
+    """
+    program = trace_program(fn, args, kwargs)
+    return Inspection.from_program(program)
+
+
+def trace_program(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Program:
+    """Traces `fn` and returns the core's view of the program (JAX objects inside)."""
+    leaves, treedef = jax.tree_util.tree_flatten((tuple(args), dict(kwargs)))
+    dynamic = [_is_array_like(leaf) for leaf in leaves]
+    dynamic_leaves = [leaf for leaf, d in zip(leaves, dynamic, strict=True) if d]
+    static_leaves = [leaf for leaf, d in zip(leaves, dynamic, strict=True) if not d]
+
+    def rebuild(traced: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        traced_iter, static_iter = iter(traced), iter(static_leaves)
+        rebuilt = [next(traced_iter) if d else next(static_iter) for d in dynamic]
+        call_args, call_kwargs = jax.tree_util.tree_unflatten(treedef, rebuilt)
+        return tuple(call_args), dict(call_kwargs)
+
+    def split(new_args: Sequence[Any], new_kwargs: dict[str, Any]) -> list[Any]:
+        new_leaves, new_treedef = jax.tree_util.tree_flatten((tuple(new_args), dict(new_kwargs)))
+        if new_treedef != treedef:  # type: ignore[operator]  # PyTreeDef lacks stubs
+            raise ValueError(
+                f"arguments are laid out differently from the inspected call: "
+                f"{new_treedef} vs {treedef}"
+            )
+        return [leaf for leaf, d in zip(new_leaves, dynamic, strict=True) if d]
+
+    def flat_fn(*traced: Any) -> Any:
+        call_args, call_kwargs = rebuild(traced)
+        return fn(*call_args, **call_kwargs)
+
+    name = _callable_name(fn)
+    functools.update_wrapper(flat_fn, fn, assigned=("__name__", "__qualname__"), updated=())
+    abstract = [jax.ShapeDtypeStruct(np.shape(x), _dtype_of(x)) for x in dynamic_leaves]
+    closed, out_shapes = jax.make_jaxpr(flat_fn, return_shape=True)(*abstract)
+    arg_paths = _argument_paths(fn, args, kwargs, dynamic)
+    return Program(
+        name=name,
+        flat_fn=flat_fn,
+        closed_jaxpr=closed,
+        args=tuple(
+            ArraySpec(path, tuple(a.shape), str(a.dtype))
+            for path, a in zip(arg_paths, abstract, strict=True)
+        ),
+        outputs=tuple(
+            ArraySpec(jax.tree_util.keystr(path) or "out", tuple(s.shape), str(s.dtype))
+            for path, s in jax.tree_util.tree_flatten_with_path(out_shapes)[0]
+        ),
+        example_args=tuple(dynamic_leaves),
+        sites=tuple(jax_adapter.find_kernel_sites(closed)),
+        jitted=jax.jit(flat_fn),
+        split=split,
+        rebuild=rebuild,
+    )
+
+
+def _is_array_like(leaf: Any) -> bool:
+    return isinstance(leaf, jax.Array | np.ndarray | jax.ShapeDtypeStruct | np.generic)
+
+
+def _dtype_of(x: Any) -> Any:
+    return x.dtype
+
+
+def _callable_name(fn: Callable[..., Any]) -> str:
+    inner = getattr(fn, "func", fn)  # functools.partial
+    return str(getattr(inner, "__name__", type(inner).__name__))
+
+
+def _argument_paths(
+    fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], dynamic: list[bool]
+) -> list[str]:
+    """Readable names for the traced leaves: `x`, `params['w']`, `args[2]`.
+
+    Flattened exactly as the leaves are, so names and leaves line up.
+    """
+    try:
+        parameters = list(pyinspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    positional = [
+        p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    paths = []
+    for path, _ in jax.tree_util.tree_flatten_with_path((tuple(args), dict(kwargs)))[0]:
+        group, key, *rest = path
+        tail = jax.tree_util.keystr(tuple(rest))
+        if getattr(group, "idx", 0) == 0:
+            index = key.idx
+            head = positional[index] if index < len(positional) else f"args[{index}]"
+        else:
+            head = str(key.key)
+        paths.append(head + tail)
+    return [p for p, d in zip(paths, dynamic, strict=True) if d]

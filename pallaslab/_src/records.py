@@ -1,0 +1,287 @@
+"""Plain records describing a traced Pallas program.
+
+These are pallaslab's own frozen dataclasses holding only Python and NumPy values: no
+JAX objects. Views, tests and later analyses depend on them, never on JAX internals.
+The core builds them (see `core/jax_adapter.py`); nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Literal
+
+import numpy as np
+
+from pallaslab._src.indexmap import IndexMap
+
+Role = Literal["in", "out", "scratch"]
+# A source map entry: (line in the text, source file, line in that file), 1-based.
+SourceMapEntry = tuple[int, str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceLocation:
+    """A place in Python source.
+
+    Attributes:
+        file: The file name as Python knows it (a cell's is a temporary file).
+        line: 1-based line number.
+        function: The enclosing function's name, when known.
+    """
+
+    file: str
+    line: int
+    function: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ArraySpec:
+    """Shape and dtype of one array argument or result of a program.
+
+    Attributes:
+        path: Where the array sits in the arguments or results, e.g. "x" or "[0]".
+        shape: The array's shape.
+        dtype: The dtype's name, e.g. "float32".
+    """
+
+    path: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes."""
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+    def __str__(self) -> str:
+        return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Operand:
+    """One buffer a kernel sees: an input, an output or a scratch buffer.
+
+    Attributes:
+        position: Index among the kernel function's arguments (0-based).
+        role: "in", "out" or "scratch".
+        name: The kernel parameter's name (e.g. "x_ref"), "" when unknown.
+        origin: Where JAX says it came from: "args[0]", "outputs", "scratch[1]".
+        shape: Shape of the whole array (for scratch: of the buffer).
+        dtype: The dtype's name.
+        block_shape: The block each program sees, one entry per array dimension;
+            None for a squeezed dimension. For scratch, the buffer's shape.
+        block_kinds: Per dimension: "blocked", "squeezed", "element" or
+            "bounded" (from `pl.Blocked`, `pl.Squeezed`, `pl.Element`,
+            `pl.BoundedSlice`); "full" for scratch.
+        index_map: The BlockSpec's index map; None for scratch.
+        memory_space: Where the block lives: "default", "vmem", "smem", "any",
+            "hbm", "gmem", "smem" ...
+        buffer_count: Pipeline buffers requested with `pl.Buffered(n)`, if any.
+        scalar_prefetch: True for scalar-prefetch operands (TPU), which the kernel
+            and every index map receive whole.
+    """
+
+    position: int
+    role: Role
+    name: str
+    origin: str
+    shape: tuple[int, ...]
+    dtype: str
+    block_shape: tuple[int | None, ...]
+    block_kinds: tuple[str, ...]
+    index_map: IndexMap | None
+    memory_space: str
+    buffer_count: int | None = None
+    scalar_prefetch: bool = False
+
+    @property
+    def block_elements(self) -> int:
+        """Elements in one block (squeezed dimensions count 1)."""
+        return math.prod(1 if b is None else b for b in self.block_shape)
+
+    @property
+    def block_bytes(self) -> int:
+        """Bytes in one block."""
+        return self.block_elements * np.dtype(self.dtype).itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes in the whole array."""
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+    @property
+    def label(self) -> str:
+        """A short human name: the parameter name, else role and position."""
+        return self.name or f"{self.role}{self.position}"
+
+
+@dataclasses.dataclass(frozen=True)
+class CostEstimate:
+    """The cost a kernel declares with `pl.CostEstimate`."""
+
+    flops: int
+    transcendentals: int
+    bytes_accessed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """One Pallas kernel found in a traced program.
+
+    Attributes:
+        index: Order of this kernel in the program (0-based).
+        name: The kernel's name: `pallas_call(name=...)` or the kernel function's.
+        kind: "pallas_call", or "plgpu.kernel" for Mosaic GPU kernels written with
+            `plgpu.kernel` / `pl.core_map`.
+        grid: The grid (after vmap, which adds axes).
+        grid_names: Names of the grid axes, when given.
+        operands: Inputs, outputs and scratch buffers, in kernel-argument order.
+        jaxpr: The kernel body as jaxpr text.
+        jaxpr_source_map: For lines of `jaxpr`: (jaxpr line, file, source line).
+        source: Where the kernel function is defined.
+        call_site: Where the program invoked the kernel, when known.
+        backend: The backend its compiler params select ("triton", "mosaic_tpu",
+            "mosaic_gpu"), or "" when none were given.
+        compiler_params: The compiler params' fields as (name, repr) pairs.
+        dimension_semantics: Per grid axis ("parallel", "arbitrary", ...), when given.
+        cost_estimate: The declared cost, when given.
+        interpret: How the kernel asked to be interpreted ("" when it did not).
+        vmapped_dims: Grid axes added by `jax.vmap`.
+        num_scalar_prefetch: Leading inputs that are scalar-prefetch operands.
+        input_output_aliases: (input index, output index) pairs.
+        path: The primitives enclosing the kernel, outermost first, e.g.
+            ("jit(matmul)", "scan").
+    """
+
+    index: int
+    name: str
+    kind: str
+    grid: tuple[int, ...]
+    grid_names: tuple[str, ...] | None
+    operands: tuple[Operand, ...]
+    jaxpr: str
+    jaxpr_source_map: tuple[SourceMapEntry, ...]
+    source: SourceLocation | None
+    call_site: SourceLocation | None
+    backend: str = ""
+    compiler_params: tuple[tuple[str, str], ...] = ()
+    dimension_semantics: tuple[str, ...] | None = None
+    cost_estimate: CostEstimate | None = None
+    interpret: str = ""
+    vmapped_dims: tuple[int, ...] = ()
+    num_scalar_prefetch: int = 0
+    input_output_aliases: tuple[tuple[int, int], ...] = ()
+    path: tuple[str, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[Operand, ...]:
+        """The input operands (scalar-prefetch ones included)."""
+        return tuple(o for o in self.operands if o.role == "in")
+
+    @property
+    def outputs(self) -> tuple[Operand, ...]:
+        """The output operands."""
+        return tuple(o for o in self.operands if o.role == "out")
+
+    @property
+    def scratch(self) -> tuple[Operand, ...]:
+        """The scratch buffers."""
+        return tuple(o for o in self.operands if o.role == "scratch")
+
+    @property
+    def num_programs(self) -> int:
+        """How many programs the grid runs."""
+        return math.prod(self.grid)
+
+    @property
+    def block_shapes(self) -> tuple[tuple[int | None, ...], ...]:
+        """Block shape of every operand, in order."""
+        return tuple(o.block_shape for o in self.operands)
+
+
+def short_dtype(dtype: str) -> str:
+    """JAX's short dtype spelling: float32 -> f32, bfloat16 -> bf16."""
+    for long, short in (
+        ("bfloat", "bf"),
+        ("float", "f"),
+        ("uint", "u"),
+        ("int", "i"),
+        ("complex", "c"),
+    ):
+        if dtype.startswith(long):
+            return short + dtype[len(long) :]
+    return "bool" if dtype == "bool" else dtype
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputSummary:
+    """What one output of a run looks like.
+
+    Attributes:
+        path: Where the output sits among the results ("[0]", "out").
+        shape: Its shape.
+        dtype: Its dtype's name.
+        preview: A few leading values, as text.
+        nan_count: How many elements are NaN.
+        inf_count: How many elements are infinite.
+        min: Smallest finite value (None when there is none).
+        max: Largest finite value (None when there is none).
+    """
+
+    path: str
+    shape: tuple[int, ...]
+    dtype: str
+    preview: str
+    nan_count: int = 0
+    inf_count: int = 0
+    min: float | None = None
+    max: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """How a run's outputs compare with a reference.
+
+    Attributes:
+        ok: Whether every output matches within tolerance (and shapes and dtypes agree).
+        max_abs_err: Largest absolute difference over all outputs.
+        max_rel_err: Largest difference relative to the reference's magnitude.
+        rtol: Relative tolerance used (fit for the dtype).
+        atol: Absolute tolerance used.
+        mismatched: Elements outside tolerance, over all outputs.
+        problem: Why the outputs could not be compared element by element ("" if they
+            could): a shape, dtype or structure mismatch.
+    """
+
+    ok: bool
+    max_abs_err: float
+    max_rel_err: float
+    rtol: float
+    atol: float
+    mismatched: int = 0
+    problem: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """One run of a program.
+
+    Attributes:
+        backend: The JAX backend it ran on ("cpu", "gpu", "tpu").
+        mode: "compiled", or "interpret" when kernels ran in Pallas interpret mode.
+        outputs: A summary of each output.
+        seconds: Wall time of the run, compile included.
+        comparison: Against the reference, when one was given.
+        values: The outputs as NumPy arrays (not compared, not shown in reprs).
+    """
+
+    backend: str
+    mode: str
+    outputs: tuple[OutputSummary, ...]
+    seconds: float
+    comparison: Comparison | None = None
+    values: tuple[np.ndarray, ...] = dataclasses.field(default=(), compare=False, repr=False)

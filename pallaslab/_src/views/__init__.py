@@ -1,0 +1,1 @@
+"""Views: records turned into widgets and static HTML. No JAX internals here."""

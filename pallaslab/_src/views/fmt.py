@@ -1,0 +1,49 @@
+"""Small text formatters shared by the views."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pallaslab._src.records import Operand, short_dtype
+
+
+def shape(dims: Sequence[int | None]) -> str:
+    """`(128, None)`; one-element shapes keep their comma: `(128,)`."""
+    inner = ", ".join("None" if d is None else str(d) for d in dims)
+    return f"({inner},)" if len(dims) == 1 else f"({inner})"
+
+
+def array_type(dtype: str, dims: Sequence[int]) -> str:
+    """`f32[1024,128]`, as jaxprs write it."""
+    return f"{short_dtype(dtype)}[{','.join(str(d) for d in dims)}]"
+
+
+def nbytes(count: int) -> str:
+    """Bytes in binary units: `48 KiB`."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" or value >= 100 else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{count} B"  # pragma: no cover
+
+
+def seconds(value: float) -> str:
+    """`12.3 ms`, `1.20 s`."""
+    if value < 1e-3:
+        return f"{value * 1e6:.0f} us"
+    if value < 1:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value:.2f} s"
+
+
+def number(value: float | None) -> str:
+    """A float in 4 significant digits ('-' for None)."""
+    return "-" if value is None else f"{value:.4g}"
+
+
+def operand_block(operand: Operand) -> str:
+    """The block shape, or "whole" when the block is the array."""
+    if operand.role == "scratch" or all(k == "full" for k in operand.block_kinds):
+        return "whole"
+    return shape(operand.block_shape)

@@ -1,0 +1,67 @@
+"""The inspector's header and problem banner, as data shared by widget and static HTML."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pallaslab._src.core.inspection import Inspection
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """What went wrong, as the banner shows it.
+
+    Attributes:
+        where: "Cell line 7" ("" when no line is known).
+        summary: One sentence.
+        hint: What to do ("" if nothing general).
+        kind: The diagnosis kind, for tests and styling.
+    """
+
+    where: str
+    summary: str
+    hint: str = ""
+    kind: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        """The widget's form."""
+        return dataclasses.asdict(self)
+
+
+def header(inspection: Inspection) -> dict[str, Any]:
+    """Name, backend, mode, kernels and check status, for the header."""
+    result = inspection.result
+    comparison = result.comparison if result else None
+    return {
+        "name": inspection.name,
+        "backend": result.backend if result else inspection.backend,
+        "mode": result.mode if result else "traced only",
+        "kernels": [{"name": k.name, "grid": list(k.grid)} for k in inspection.kernels],
+        "check": None if comparison is None or comparison.problem else comparison.ok,
+    }
+
+
+def summary_text(inspection: Inspection, problem: Problem | None = None) -> str:
+    """A plain-text summary with no timings or addresses, stable across runs."""
+    lines = [f"pallaslab inspection of {inspection.name}"]
+    for kernel in inspection.kernels:
+        blocks = ", ".join(
+            f"{o.label}{'' if o.role == 'scratch' else ' ' + str(o.block_shape)}"
+            for o in kernel.operands
+        )
+        lines.append(f"  kernel {kernel.name}: grid {kernel.grid}; {blocks}")
+    if not inspection.kernels:
+        lines.append("  no Pallas kernels")
+    result = inspection.result
+    if result is not None:
+        lines.append(f"  ran on {result.backend} ({result.mode})")
+        comparison = result.comparison
+        if comparison is not None:
+            verdict = "matches the reference" if comparison.ok else "DOES NOT match the reference"
+            lines.append(f"  {verdict}")
+    if problem is not None:
+        where = f"{problem.where}: " if problem.where else ""
+        lines.append(f"  error: {where}{problem.summary}")
+    return "\n".join(lines)

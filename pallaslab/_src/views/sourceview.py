@@ -1,0 +1,134 @@
+"""Which source lines the views show, with marks on the lines kernels come from."""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import TYPE_CHECKING
+
+from pallaslab._src import sources
+
+if TYPE_CHECKING:
+    from pallaslab._src.core.inspection import Inspection
+
+# Files up to this many lines are shown whole; longer ones around the kernels only.
+_WHOLE_FILE_LINES = 300
+_MAX_WINDOW = 600
+
+
+@dataclasses.dataclass(frozen=True)
+class Mark:
+    """A note on one source line ("kernel add_kernel", "BlockSpec of x_ref")."""
+
+    line: int
+    kind: str
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceFile:
+    """A window of one source file, for display.
+
+    Attributes:
+        file: The file name as Python knows it.
+        label: Its human name ("Cell [3]", "softmax.py").
+        first: Line number of `lines[0]` (1-based).
+        lines: The shown lines.
+        marks: Notes on lines of the window.
+    """
+
+    file: str
+    label: str
+    first: int
+    lines: tuple[str, ...]
+    marks: tuple[Mark, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """The payload form the widget reads."""
+        return {
+            "file": self.file,
+            "label": self.label,
+            "first": self.first,
+            "lines": list(self.lines),
+            "marks": [dataclasses.asdict(m) for m in self.marks],
+        }
+
+
+# Several tabs (and the static page) ask for the same windows of one inspection.
+_recent: weakref.WeakKeyDictionary[Inspection, list[SourceFile]] = weakref.WeakKeyDictionary()
+
+
+def source_files(inspection: Inspection) -> list[SourceFile]:
+    """The source windows that explain an inspection, kernels' files first."""
+    cached = _recent.get(inspection)
+    if cached is None:
+        cached = _recent[inspection] = _source_files(inspection)
+    return cached
+
+
+def _source_files(inspection: Inspection) -> list[SourceFile]:
+    marks: dict[str, list[Mark]] = {}
+    mapped: dict[str, set[int]] = {}
+
+    def note(file: str, line: int, kind: str, text: str) -> None:
+        marks.setdefault(file, []).append(Mark(line, kind, text))
+
+    for kernel in inspection.kernels:
+        if kernel.source:
+            note(kernel.source.file, kernel.source.line, "kernel", f"kernel {kernel.name}")
+        if kernel.call_site:
+            note(kernel.call_site.file, kernel.call_site.line, "call", f"runs {kernel.name}")
+        for operand in kernel.operands:
+            index_map = operand.index_map
+            if index_map and index_map.source_file:
+                note(
+                    index_map.source_file,
+                    index_map.source_line,
+                    "blockspec",
+                    f"BlockSpec of {operand.label}",
+                )
+        for _, file, line in kernel.jaxpr_source_map:
+            mapped.setdefault(file, set()).add(line)
+    for _, file, line in inspection.jaxpr_source_map:
+        mapped.setdefault(file, set()).add(line)
+
+    files = list(dict.fromkeys([*marks, *mapped]))
+    shown = []
+    for file in files:
+        window = _window(file, [m.line for m in marks.get(file, [])] + sorted(mapped.get(file, ())))
+        if window is None:
+            continue
+        first, text = window
+        last = first + len(text) - 1
+        unique = {(m.line, m.kind, m.text): m for m in marks.get(file, [])}
+        shown.append(
+            SourceFile(
+                file=file,
+                label=sources.label(file),
+                first=first,
+                lines=tuple(text),
+                marks=tuple(
+                    sorted(
+                        (m for m in unique.values() if first <= m.line <= last),
+                        key=lambda m: m.line,
+                    )
+                ),
+            )
+        )
+    return shown
+
+
+def _window(file: str, interesting: list[int]) -> tuple[int, list[str]] | None:
+    text = sources.lines(file)
+    if not text or not interesting:
+        return None
+    if sources.cell_label(file) or len(text) <= _WHOLE_FILE_LINES:
+        return 1, text
+    first, last = min(interesting), max(interesting)
+    for line in interesting:
+        extent = sources.function_extent(file, line)
+        if extent is not None:
+            first, last = min(first, extent.first), max(last, extent.last)
+    first = max(1, first - 2)
+    last = min(len(text), last + 2, first + _MAX_WINDOW - 1)
+    return first, text[first - 1 : last]

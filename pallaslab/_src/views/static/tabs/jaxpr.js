@@ -1,0 +1,37 @@
+// Jaxpr tab: each kernel's jaxpr (and the program's) beside its source, linked by line.
+TABS.jaxpr = {
+  render(root, data, ctx) {
+    if (!data.views.length) return root.append(h("p", { text: "No jaxpr." }));
+    let current = ctx.state.jaxprView || data.views[0].id;
+    if (!data.views.some((v) => v.id === current)) current = data.views[0].id;
+    const picker = h("select", { class: "pl-picker", "aria-label": "jaxpr to show" },
+      data.views.map((v) => {
+        const option = h("option", { value: v.id, text: v.title });
+        option.selected = v.id === current;
+        return option;
+      }));
+    const panes = h("div", { class: "pl-split" });
+    const show = (id) => {
+      ctx.state.jaxprView = id;
+      clear(panes);
+      const view = data.views.find((v) => v.id === id);
+      const used = new Set(view.map.map(([, file]) => file));
+      let linker = null;
+      const sourceViews = data.files.map((file, index) => used.has(index)
+        ? new CodeView({ lines: file.lines, first: file.first, language: "python",
+            marks: file.marks, title: file.label,
+            onHover: (line) => linker && linker.onSourceHover(index, line) })
+        : null);
+      const textView = new CodeView({ lines: view.text.split("\n"), language: "jaxpr",
+        title: view.title, onHover: (line) => linker && linker.onTextHover(line) });
+      linker = linkViews(textView, sourceViews, view.map);
+      const left = h("div", { class: "pl-pane" }, sourceViews.filter(Boolean).map((v) => v.el));
+      if (!sourceViews.some(Boolean)) left.append(h("p", { class: "pl-notice", text: "No source lines are linked to this jaxpr." }));
+      panes.append(left, h("div", { class: "pl-pane" }, textView.el));
+    };
+    picker.addEventListener("change", () => show(picker.value));
+    root.append(h("div", { class: "pl-toolbar" }, "Show ", picker,
+      h("span", { class: "pl-hint", text: "hover a line to see where it comes from" })), panes);
+    show(current);
+  },
+};

@@ -1,0 +1,100 @@
+"""The Run tab: where and how the program ran, its outputs, and the reference check."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+from pallaslab._src.views import fmt
+from pallaslab._src.views.tabs import Payload, Tab
+
+if TYPE_CHECKING:
+    from pallaslab._src.core.inspection import Inspection
+
+INTERPRET_NOTE = (
+    "CPU interpret mode: kernels ran through Pallas' interpreter, one program at a "
+    "time. Results are faithful; times are not representative of GPU/TPU speed."
+)
+
+
+def payload(inspection: Inspection) -> Payload:
+    """The Run tab's data."""
+    result = inspection.result
+    if result is None:
+        message = (
+            "Not run: name a call on the magic line to run it (e.g. `%%kernel add(x, y)`)."
+            if not inspection.args and not inspection.outputs
+            else "Not run (--no-run). Run it with `inspection.run(...)`."
+        )
+        return {"result": None, "message": message}
+    comparison = result.comparison
+    data: dict[str, Any] = {
+        "backend": result.backend,
+        "mode": result.mode,
+        "seconds": fmt.seconds(result.seconds),
+        "note": INTERPRET_NOTE if result.mode == "interpret" else "",
+        "outputs": [
+            {
+                "path": o.path,
+                "type": fmt.array_type(o.dtype, o.shape),
+                "preview": o.preview,
+                "min": fmt.number(o.min),
+                "max": fmt.number(o.max),
+                "nan": o.nan_count,
+                "inf": o.inf_count,
+            }
+            for o in result.outputs
+        ],
+        "comparison": None,
+    }
+    if comparison is not None:
+        data["comparison"] = {
+            "ok": comparison.ok,
+            "maxAbs": fmt.number(comparison.max_abs_err),
+            "maxRel": fmt.number(comparison.max_rel_err),
+            "rtol": fmt.number(comparison.rtol),
+            "atol": fmt.number(comparison.atol),
+            "mismatched": comparison.mismatched,
+            "problem": comparison.problem,
+        }
+    return {"result": data, "message": ""}
+
+
+def static_html(inspection: Inspection) -> str:
+    """The Run tab as HTML."""
+    data = payload(inspection)
+    result = data["result"]
+    if result is None:
+        return f"<p>{html.escape(data['message'])}</p>"
+    parts = [
+        f"<p>Ran on <b>{html.escape(result['backend'])}</b> ({html.escape(result['mode'])}) "
+        f"in {html.escape(result['seconds'])}.</p>"
+    ]
+    if result["note"]:
+        parts.append(f"<p class='pl-notice'>{html.escape(result['note'])}</p>")
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(o[c]))}</td>"
+            for c in ("path", "type", "preview", "min", "max", "nan", "inf")
+        )
+        + "</tr>"
+        for o in result["outputs"]
+    )
+    parts.append(
+        "<table><tr><th>output</th><th>type</th><th>values</th><th>min</th><th>max</th>"
+        f"<th>NaN</th><th>Inf</th></tr>{rows}</table>"
+    )
+    comparison = result["comparison"]
+    if comparison is not None:
+        verdict = "matches the reference" if comparison["ok"] else "DOES NOT match the reference"
+        detail = comparison["problem"] or (
+            f"max abs error {comparison['maxAbs']}, max rel error {comparison['maxRel']}, "
+            f"{comparison['mismatched']} element(s) outside rtol={comparison['rtol']} "
+            f"atol={comparison['atol']}"
+        )
+        parts.append(f"<p><b>{verdict}</b>: {html.escape(detail)}</p>")
+    return "".join(parts)
+
+
+TAB = Tab("run", "Run", payload, static_html)

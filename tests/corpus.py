@@ -1,0 +1,395 @@
+"""Kernels written in the styles of the seed documents, with what we expect of them.
+
+Each case builds a callable and example arguments, a reference implementation, and
+the facts a correct inspection must report (grid, block shapes, roles, jaxpr
+contents). Shared by the core, tile, check, IR and emulator tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+from jax.experimental.pallas import triton as pltriton
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelFacts:
+    """What the inspection must say about one kernel."""
+
+    grid: tuple[int, ...]
+    block_shapes: tuple[tuple[int | None, ...], ...]
+    roles: tuple[str, ...]
+    jaxpr_has: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    reference: Callable[..., Any]
+    kernels: tuple[KernelFacts, ...]
+    kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def f32(*shape: int) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, jnp.float32)
+
+
+# 1. Seed 000: the first example, whole arrays, no grid.
+def vector_add() -> Case:
+    def add_kernel(x_ref, y_ref, o_ref):
+        x = x_ref[:]
+        y = y_ref[:]
+        o_ref[:] = x + y
+
+    add = pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32))
+    return Case(
+        "vector_add",
+        add,
+        (f32(8), f32(8)),
+        lambda x, y: x + y,
+        (KernelFacts((), ((8,), (8,), (8,)), ("in", "in", "out"), ("add",)),),
+    )
+
+
+# 2. The core issue's example: blocked add with BlockSpecs.
+def blocked_add() -> Case:
+    def add_kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    add = pl.pallas_call(
+        add_kernel,
+        out_shape=jax.ShapeDtypeStruct((1024,), jnp.float32),
+        grid=(8,),
+        in_specs=[pl.BlockSpec((128,), lambda i: (i,))] * 2,
+        out_specs=pl.BlockSpec((128,), lambda i: (i,)),
+    )
+    return Case(
+        "blocked_add",
+        add,
+        (f32(1024), f32(1024)),
+        lambda x, y: x + y,
+        (KernelFacts((8,), ((128,), (128,), (128,)), ("in", "in", "out"), ("add",)),),
+    )
+
+
+# 3. Seed 002: tiled matmul, fori_loop over K with pl.ds, Triton compiler params.
+BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
+
+
+def seed_matmul(m: int = 256, n: int = 256, k: int = 128, dtype: Any = jnp.float32) -> Case:
+    def _matmul_kernel(a_ref, b_ref, c_ref, *, num_k_tiles):
+        acc = jnp.zeros((BLOCK_M, BLOCK_N), dtype=jnp.float32)
+
+        def body(t, acc):
+            k_idx = pl.dslice(t * BLOCK_K, BLOCK_K)
+            a_tile = pltriton.load(a_ref.at[:, k_idx])
+            b_tile = pltriton.load(b_ref.at[k_idx, :])
+            return acc + pltriton.dot(a_tile, b_tile).astype(jnp.float32)
+
+        acc = jax.lax.fori_loop(0, num_k_tiles, body, acc)
+        pltriton.store(c_ref, acc.astype(c_ref.dtype))
+
+    @jax.jit
+    def matmul(a, b):
+        m_, k_ = a.shape
+        _, n_ = b.shape
+        return pl.pallas_call(
+            functools.partial(_matmul_kernel, num_k_tiles=pl.cdiv(k_, BLOCK_K)),
+            out_shape=jax.ShapeDtypeStruct((m_, n_), a.dtype),
+            grid=(pl.cdiv(m_, BLOCK_M), pl.cdiv(n_, BLOCK_N)),
+            in_specs=[
+                pl.BlockSpec((BLOCK_M, k_), lambda i, j: (i, 0)),
+                pl.BlockSpec((k_, BLOCK_N), lambda i, j: (0, j)),
+            ],
+            out_specs=pl.BlockSpec((BLOCK_M, BLOCK_N), lambda i, j: (i, j)),
+            compiler_params=pltriton.CompilerParams(num_warps=4, num_stages=3),
+        )(a, b)
+
+    spec = lambda *s: jax.ShapeDtypeStruct(s, dtype)  # noqa: E731
+    return Case(
+        "seed_matmul",
+        matmul,
+        (spec(m, k), spec(k, n)),
+        lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32).astype(dtype),
+        (
+            KernelFacts(
+                (m // BLOCK_M, n // BLOCK_N),
+                ((BLOCK_M, k), (k, BLOCK_N), (BLOCK_M, BLOCK_N)),
+                ("in", "in", "out"),
+                ("dot_general", "scan"),
+            ),
+        ),
+    )
+
+
+# 4. Matmul accumulating into the output across a k grid axis, zeroed with pl.when.
+def kacc_matmul(
+    m: int = 256, n: int = 256, k: int = 256, bm: int = 128, bn: int = 128, bk: int = 128
+) -> Case:
+    def kernel(x_ref, y_ref, o_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    fn = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[
+            pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+            pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
+        ],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")
+        ),
+    )
+    return Case(
+        "kacc_matmul",
+        fn,
+        (f32(m, k), f32(k, n)),
+        lambda x, y: x @ y,
+        (
+            KernelFacts(
+                (m // bm, n // bn, k // bk),
+                ((bm, bk), (bk, bn), (bm, bn)),
+                ("in", "in", "out"),
+                ("cond", "dot_general"),
+            ),
+        ),
+    )
+
+
+# 5. Row softmax with masked loads (seed 004's Triton-style softmax).
+def row_softmax(rows: int = 16, cols: int = 100) -> Case:
+    block = pl.next_power_of_2(cols)
+
+    def softmax_kernel(x_ref, o_ref):
+        mask = jnp.arange(block) < cols
+        row = pltriton.load(x_ref.at[pl.ds(0, block)], mask=mask, other=-float("inf"))
+        row_max = jnp.max(row, axis=0)
+        numerator = jnp.exp(row - row_max)
+        denominator = jnp.sum(numerator, axis=0)
+        pltriton.store(o_ref.at[pl.ds(0, block)], numerator / denominator, mask=mask)
+
+    fn = pl.pallas_call(
+        softmax_kernel,
+        out_shape=jax.ShapeDtypeStruct((rows, cols), jnp.float32),
+        grid=(rows,),
+        in_specs=[pl.BlockSpec((None, cols), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((None, cols), lambda i: (i, 0)),
+    )
+    return Case(
+        "row_softmax",
+        fn,
+        (f32(rows, cols),),
+        lambda x: jax.nn.softmax(x, axis=-1),
+        (KernelFacts((rows,), ((None, cols), (None, cols)), ("in", "out"), ("exp", "reduce_max")),),
+    )
+
+
+# 6. Seed 001: a scratch buffer (TPU VMEM) that accumulates.
+def with_scratch() -> Case:
+    def kernel(x_ref, o_ref, acc_ref):
+        acc_ref[...] = x_ref[...] * 2.0
+        acc_ref[...] += 1.0
+        o_ref[...] = acc_ref[...]
+
+    fn = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((512, 128), jnp.float32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0,
+            grid=(4,),
+            in_specs=[pl.BlockSpec((128, 128), lambda i: (i, 0))],
+            out_specs=pl.BlockSpec((128, 128), lambda i: (i, 0)),
+            scratch_shapes=[pltpu.VMEM((128, 128), jnp.float32)],
+        ),
+    )
+    return Case(
+        "with_scratch",
+        fn,
+        (f32(512, 128),),
+        lambda x: x * 2.0 + 1.0,
+        (KernelFacts((4,), ((128, 128), (128, 128), (128, 128)), ("in", "out", "scratch")),),
+    )
+
+
+# 7. Seed 000: a templated kernel made by a closure.
+def make_kernel(eltwise_kernel: Callable[[Any], Any]) -> Callable[..., None]:
+    def add(x_ref, y_ref, o_ref):
+        o_ref[...] = eltwise_kernel(x_ref[...] + y_ref[...])
+
+    return add
+
+
+def templated() -> Case:
+    kernel = make_kernel(jnp.exp)
+    fn = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((256,), jnp.float32),
+        grid=(2,),
+        in_specs=[pl.BlockSpec((128,), lambda i: (i,))] * 2,
+        out_specs=pl.BlockSpec((128,), lambda i: (i,)),
+    )
+    return Case(
+        "templated",
+        fn,
+        (f32(256), f32(256)),
+        lambda x, y: jnp.exp(x + y),
+        (KernelFacts((2,), ((128,), (128,), (128,)), ("in", "in", "out"), ("exp",)),),
+    )
+
+
+# 8. A vmap of a pallas_call: vmap adds a grid axis and squeezes a batch dimension.
+def vmapped() -> Case:
+    inner = blocked_add().fn
+    return Case(
+        "vmapped",
+        jax.vmap(inner),
+        (f32(3, 1024), f32(3, 1024)),
+        lambda x, y: x + y,
+        (
+            KernelFacts(
+                (3, 8), ((None, 128), (None, 128), (None, 128)), ("in", "in", "out"), ("add",)
+            ),
+        ),
+    )
+
+
+# 9. Two kernels in one jitted function.
+def two_kernels() -> Case:
+    add = blocked_add().fn
+    scale = pl.pallas_call(
+        lambda x_ref, o_ref: o_ref.__setitem__(Ellipsis, x_ref[...] * 3.0),
+        out_shape=jax.ShapeDtypeStruct((1024,), jnp.float32),
+        grid=(4,),
+        in_specs=[pl.BlockSpec((256,), lambda i: (i,))],
+        out_specs=pl.BlockSpec((256,), lambda i: (i,)),
+    )
+
+    @jax.jit
+    def program(x, y):
+        return scale(add(x, y))
+
+    return Case(
+        "two_kernels",
+        program,
+        (f32(1024), f32(1024)),
+        lambda x, y: (x + y) * 3.0,
+        (
+            KernelFacts((8,), ((128,), (128,), (128,)), ("in", "in", "out"), ("add",)),
+            KernelFacts((4,), ((256,), (256,)), ("in", "out"), ("mul",)),
+        ),
+    )
+
+
+# 10. A kernel under jax.grad through custom_vjp: a forward and a backward kernel.
+def _square_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...] * x_ref[...]
+
+
+def _square_grad_kernel(x_ref, g_ref, o_ref):
+    o_ref[...] = 2.0 * x_ref[...] * g_ref[...]
+
+
+def _square(x):
+    return pl.pallas_call(
+        _square_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(2,),
+        in_specs=[pl.BlockSpec((128,), lambda i: (i,))],
+        out_specs=pl.BlockSpec((128,), lambda i: (i,)),
+    )(x)
+
+
+@jax.custom_vjp
+def square(x):
+    return _square(x)
+
+
+def _square_fwd(x):
+    return _square(x), x
+
+
+def _square_bwd(x, g):
+    grad = pl.pallas_call(
+        _square_grad_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(2,),
+        in_specs=[pl.BlockSpec((128,), lambda i: (i,))] * 2,
+        out_specs=pl.BlockSpec((128,), lambda i: (i,)),
+    )(x, g)
+    return (grad,)
+
+
+square.defvjp(_square_fwd, _square_bwd)
+
+
+def grad_custom_vjp() -> Case:
+    fn = jax.grad(lambda x: jnp.sum(square(x)))
+    return Case(
+        "grad_custom_vjp",
+        fn,
+        (f32(256),),
+        lambda x: 2.0 * x,
+        (
+            KernelFacts((2,), ((128,), (128,)), ("in", "out"), ("mul",)),
+            KernelFacts((2,), ((128,), (128,), (128,)), ("in", "in", "out"), ("mul",)),
+        ),
+    )
+
+
+# 11. Scalar prefetch: the index map reads which block to fetch from a table.
+def scalar_prefetch() -> Case:
+    def kernel(order_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1.0
+
+    fn = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((64, 128), jnp.float32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1,
+            grid=(8,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, order: (order[i], 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i, order: (i, 0)),
+        ),
+    )
+    order = jnp.array([7, 6, 5, 4, 3, 2, 1, 0], dtype=jnp.int32)
+
+    def reference(order, x):
+        return x.reshape(8, 8, 128)[order].reshape(64, 128) + 1.0
+
+    return Case(
+        "scalar_prefetch",
+        fn,
+        (order, f32(64, 128)),
+        reference,
+        (KernelFacts((8,), ((8,), (8, 128), (8, 128)), ("in", "in", "out")),),
+    )
+
+
+ALL: tuple[Callable[[], Case], ...] = (
+    vector_add,
+    blocked_add,
+    seed_matmul,
+    kacc_matmul,
+    row_softmax,
+    with_scratch,
+    templated,
+    vmapped,
+    two_kernels,
+    grad_custom_vjp,
+    scalar_prefetch,
+)
