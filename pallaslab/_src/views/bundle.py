@@ -13,17 +13,15 @@ from pathlib import Path
 from pallaslab._src.views.highlight import grammar_source
 
 STATIC = Path(__file__).parent / "static"
-# Helpers first, then one file per tab, then the entry point.
-MODULE_FILES = (
-    "dom.js",
-    "highlight.js",
-    "code.js",
-    "tabs/overview.js",
-    "tabs/source.js",
-    "tabs/jaxpr.js",
-    "tabs/run.js",
-    "inspector.js",
-)
+# Shared helpers first; then every tab renderer in static/tabs/; the entry point last.
+HELPERS = ("dom.js", "highlight.js", "code.js")
+ENTRY = "inspector.js"
+
+
+def module_files() -> list[str]:
+    """The JS files of the widget module, in the order they are concatenated."""
+    tabs = sorted(f"tabs/{p.name}" for p in (STATIC / "tabs").glob("*.js"))
+    return [*HELPERS, *tabs, ENTRY]
 
 
 @functools.cache
@@ -34,7 +32,7 @@ def esm() -> str:
         f"const LANGUAGES = {grammar_source().strip()};",
         "const TABS = {};",
     ]
-    parts += [(STATIC / name).read_text(encoding="utf-8") for name in MODULE_FILES]
+    parts += [(STATIC / name).read_text(encoding="utf-8") for name in module_files()]
     return "\n".join(parts)
 
 

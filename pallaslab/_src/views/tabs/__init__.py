@@ -1,12 +1,17 @@
-"""The inspector's tabs: each is one small module exposing a `Tab`.
+"""The inspector's tabs: each is one small module exposing a `Tab` named `TAB`.
 
 A tab turns an inspection into a JSON payload for the widget's JavaScript renderer
 of the same id (`static/tabs/<id>.js`) and into static HTML for saved notebooks.
+Adding a tab is adding those two files: modules here are discovered, and shown in
+the order of their `Tab.order`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
+import pkgutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +32,7 @@ class Tab:
         static_html: Renders the tab as self-contained HTML (already escaped).
         eager: Whether the payload is built when the inspector opens; lazy tabs are
             built when first selected.
+        order: Position among the tabs (lower first).
     """
 
     id: str
@@ -34,10 +40,20 @@ class Tab:
     payload: Callable[[Inspection], Payload]
     static_html: Callable[[Inspection], str]
     eager: bool = True
+    order: int = 50
+
+
+@functools.cache
+def _discovered() -> tuple[Tab, ...]:
+    tabs = []
+    for module in pkgutil.iter_modules(__path__):
+        loaded = importlib.import_module(f"{__name__}.{module.name}")
+        tab = getattr(loaded, "TAB", None)
+        if isinstance(tab, Tab):
+            tabs.append(tab)
+    return tuple(sorted(tabs, key=lambda t: (t.order, t.id)))
 
 
 def all_tabs() -> list[Tab]:
     """The tabs, in display order."""
-    from pallaslab._src.views.tabs import jaxpr, overview, run, source  # noqa: PLC0415
-
-    return [overview.TAB, source.TAB, jaxpr.TAB, run.TAB]
+    return list(_discovered())

@@ -64,4 +64,4 @@ def static_html(inspection: Inspection) -> str:
     return "".join(parts) or "<p>No jaxpr.</p>"
 
 
-TAB = Tab("jaxpr", "Jaxpr", payload, static_html)
+TAB = Tab("jaxpr", "Jaxpr", payload, static_html, order=30)

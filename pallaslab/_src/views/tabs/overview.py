@@ -117,4 +117,4 @@ def static_html(inspection: Inspection) -> str:
     return "".join(parts)
 
 
-TAB = Tab("overview", "Kernels", payload, static_html)
+TAB = Tab("overview", "Kernels", payload, static_html, order=10)

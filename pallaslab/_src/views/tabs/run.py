@@ -97,4 +97,4 @@ def static_html(inspection: Inspection) -> str:
     return "".join(parts)
 
 
-TAB = Tab("run", "Run", payload, static_html)
+TAB = Tab("run", "Run", payload, static_html, order=60)

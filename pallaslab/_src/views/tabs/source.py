@@ -43,4 +43,4 @@ def static_html(inspection: Inspection) -> str:
     return "".join(code_block_html(f) for f in files)
 
 
-TAB = Tab("source", "Source", payload, static_html)
+TAB = Tab("source", "Source", payload, static_html, order=20)

@@ -1,0 +1,199 @@
+"""Running kernels: interpret mode on CPU, recording binds, prefetch values."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import types
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from pallaslab._src.core.jax_adapter.kernels import KernelSite
+from pallaslab._src.core.jax_adapter.probes import (
+    PALLAS_CALL,
+    feature_notice,
+    jax_core,
+    mlir_module,
+    pallas_call_module,
+    source_info_util,
+)
+
+_auto_interpret = threading.local()
+_cpu_rule_installed = False
+
+
+def install_cpu_interpret() -> str | None:
+    """Lets `pallas_call` run on CPU by lowering it in interpret mode.
+
+    JAX refuses to lower a `pallas_call` for CPU unless `interpret=True` was passed;
+    pallaslab lowers such calls through JAX's own interpreter instead, while
+    `auto_interpret` is on. Returns a notice when this JAX cannot do that.
+    """
+    global _cpu_rule_installed  # noqa: PLW0603
+    notice = feature_notice("cpu-interpret")
+    if notice or _cpu_rule_installed:
+        return notice
+    assert pallas_call_module is not None
+    assert mlir_module is not None
+    jax_rule = pallas_call_module._pallas_call_lowering
+
+    def cpu_rule(ctx: Any, *in_nodes: Any, interpret: Any, **params: Any) -> Any:
+        if not interpret and getattr(_auto_interpret, "on", True):
+            interpret = True
+        return jax_rule(ctx, *in_nodes, interpret=interpret, **params)
+
+    mlir_module.register_lowering(pallas_call_module.pallas_call_p, cpu_rule, platform="cpu")
+    _cpu_rule_installed = True
+    return None
+
+
+@contextlib.contextmanager
+def auto_interpret(on: bool = True) -> Iterator[None]:
+    """Within the block, kernels lowered for CPU run in interpret mode when `on`."""
+    previous = getattr(_auto_interpret, "on", True)
+    _auto_interpret.on = on
+    try:
+        yield
+    finally:
+        _auto_interpret.on = previous
+
+
+# ---------------------------------------------------------------------------
+# Recording the kernels a block of code binds.
+
+
+@contextlib.contextmanager
+def recording_kernels() -> Iterator[list[KernelSite]]:
+    """Records every `pallas_call` bound while the block runs.
+
+    Kernels inside a function that JAX already compiled are not traced again, so
+    they are not seen here; callers say so when nothing was recorded.
+    """
+    sites: list[KernelSite] = []
+    if feature_notice("record-kernels"):
+        yield sites
+        return
+    assert pallas_call_module is not None
+    primitive = pallas_call_module.pallas_call_p
+    shadowed = primitive.__dict__.get("bind")
+    inner_bind = shadowed or types.MethodType(type(primitive).bind, primitive)
+
+    def recording_bind(*args: Any, **params: Any) -> Any:
+        sites.append(
+            KernelSite(
+                primitive=PALLAS_CALL,
+                params=dict(params),
+                in_avals=tuple(_aval_of(a) for a in args),
+                source_info=source_info_util.current(),
+                path=(),
+            )
+        )
+        return inner_bind(*args, **params)
+
+    primitive.bind = recording_bind  # type: ignore[method-assign]
+    try:
+        yield sites
+    finally:
+        if shadowed is None:
+            del primitive.bind
+        else:
+            primitive.bind = shadowed  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def forced_interpret(on: bool) -> Iterator[None]:
+    """Within the block (when `on`), every `pallas_call` traced runs in interpret mode.
+
+    Uses JAX's own interpret-mode switch, which is part of the jit cache key, so
+    functions compiled before are traced again under it.
+    """
+    config = getattr(getattr(jax, "_src", None), "config", None)
+    switch = getattr(config, "pallas_tpu_interpret_mode_context_manager", None)
+    if not on or switch is None:
+        yield
+        return
+    previous = switch.swap_local(True)
+    try:
+        yield
+    finally:
+        switch.set_local(previous)
+
+
+def prefetch_values(site: KernelSite, program: Any, leaves: Sequence[Any]) -> tuple[Any, ...]:
+    """The scalar-prefetch values a kernel receives when the program runs on `leaves`.
+
+    Evaluates the program's equations up to the kernel, one by one (descending into
+    `jit`s on the way). Returns () when the kernel has no scalar prefetch, and also
+    when it sits where that cannot be done (inside a loop or a branch).
+    """
+    mapping = site.params.get("grid_mapping")
+    count = int(getattr(mapping, "num_index_operands", 0) or 0)
+    if count == 0 or site.eqn is None or program.closed_jaxpr is None:
+        return ()
+    if any(e.primitive.name not in ("jit", "pjit", "closed_call") for e in site.trail):
+        return ()
+    closed = program.closed_jaxpr
+    env = dict(zip(closed.jaxpr.constvars, closed.consts, strict=True))
+    env.update(zip(closed.jaxpr.invars, leaves, strict=True))
+    try:
+        values = _evaluate_until(closed.jaxpr, env, [*site.trail, site.eqn])
+    except Exception:
+        return ()
+    return tuple(np.asarray(v) for v in values[site_prefetch_offset(site) :][:count])
+
+
+def site_prefetch_offset(site: KernelSite) -> int:
+    """Position of the first scalar-prefetch operand among the kernel's inputs."""
+    # Dynamic grid bounds come first, then the scalar-prefetch operands.
+    grid = site.params["grid_mapping"].grid
+    return sum(1 for d in grid if not isinstance(d, (int, np.integer)))
+
+
+def _evaluate_until(jaxpr: Any, env: dict[Any, Any], trail: list[Any]) -> list[Any]:
+    """Evaluates `jaxpr` until `trail[0]`; returns the input values of `trail[-1]`."""
+    target = trail[0]
+
+    def read(atom: Any) -> Any:
+        return atom.val if isinstance(atom, jax_core.Literal) else env[atom]
+
+    for eqn in jaxpr.eqns:
+        values = [read(v) for v in eqn.invars]
+        if eqn is target:
+            if len(trail) == 1:
+                return values
+            sub = eqn.params["jaxpr"]
+            inner = dict(zip(sub.jaxpr.constvars, sub.consts, strict=True))
+            inner.update(zip(sub.jaxpr.invars, values, strict=True))
+            return _evaluate_until(sub.jaxpr, inner, trail[1:])
+        outputs = eqn.primitive.bind(*values, **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outputs = [outputs]
+        env.update(zip(eqn.outvars, outputs, strict=True))
+    raise LookupError("kernel not found in its program")
+
+
+def _aval_of(value: Any) -> Any:
+    typeof = getattr(jax_core, "typeof", None) or getattr(jax_core, "get_aval")  # noqa: B009
+    return typeof(value)
+
+
+def same_kernel(a: KernelSite, b: KernelSite) -> bool:
+    """Whether two sites bind the same kernel body on the same operand types."""
+    return a.params.get("jaxpr") is b.params.get("jaxpr") and a.in_avals == b.in_avals
+
+
+def site_function(site: KernelSite) -> Callable[..., Any]:
+    """A function that runs just this kernel, for lowering or running it alone."""
+    assert pallas_call_module is not None
+    primitive = pallas_call_module.pallas_call_p if site.primitive == PALLAS_CALL else None
+    if primitive is None:
+        raise NotImplementedError(f"running a {site.primitive} kernel alone")
+    params = site.params
+
+    def run_kernel(*args: Any) -> Any:
+        return primitive.bind(*args, **params)
+
+    return run_kernel

@@ -1,0 +1,394 @@
+"""Finding Pallas kernels in a traced program and converting them to records."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import numpy as np
+
+from pallaslab._src.core.jax_adapter.indexmaps import index_map_from_jaxpr
+from pallaslab._src.core.jax_adapter.probes import (
+    MESH_KERNELS,
+    PALLAS_CALL,
+    jax_core,
+    source_info_util,
+)
+from pallaslab._src.records import CostEstimate, Kernel, Operand, SourceLocation
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelSite:
+    """A kernel as bound in a program: what JAX knows, before conversion.
+
+    Holds JAX objects; it stays inside the core (for lowering and running one kernel
+    on its own) and is never handed to views.
+    """
+
+    primitive: str
+    params: dict[str, Any]
+    in_avals: tuple[Any, ...]
+    source_info: Any
+    path: tuple[str, ...]
+    # The equation itself and the equations enclosing it (outermost first), when the
+    # kernel was found in a traced program rather than recorded as it was bound.
+    eqn: Any = None
+    trail: tuple[Any, ...] = ()
+
+
+def find_kernel_sites(closed_jaxpr: Any) -> list[KernelSite]:
+    """Every Pallas kernel in a traced program, in program order, depth first."""
+    sites: list[KernelSite] = []
+    _walk(closed_jaxpr.jaxpr, (), (), sites)
+    return sites
+
+
+def _walk(
+    jaxpr: Any, path: tuple[str, ...], trail: tuple[Any, ...], sites: list[KernelSite]
+) -> None:
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == PALLAS_CALL or name in MESH_KERNELS:
+            sites.append(
+                KernelSite(
+                    primitive=name,
+                    params=dict(eqn.params),
+                    in_avals=tuple(v.aval for v in eqn.invars),
+                    source_info=eqn.source_info,
+                    path=path,
+                    eqn=eqn,
+                    trail=trail,
+                )
+            )
+            continue
+        label = _path_label(name, eqn.params)
+        for sub in jax_core.jaxprs_in_params(eqn.params):
+            _walk(sub, (*path, label), (*trail, eqn), sites)
+
+
+def _path_label(primitive: str, params: dict[str, Any]) -> str:
+    inner = params.get("name")
+    return f"{primitive}({inner})" if isinstance(inner, str) and inner else primitive
+
+
+def kernel_from_site(site: KernelSite, index: int) -> Kernel:
+    """Converts a bound kernel into pallaslab's `Kernel` record."""
+    if site.primitive == PALLAS_CALL:
+        return _pallas_call_record(site, index)
+    return _mesh_kernel_record(site, index)
+
+
+def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
+    params = site.params
+    body = params["jaxpr"]
+    grid_mapping = params["grid_mapping"]
+    debug = body.debug_info
+    arg_names = _arg_names(debug, len(body.invars))
+    grid = tuple(_grid_dim(d) for d in grid_mapping.grid)
+    num_grid = len(grid)
+    num_prefetch = int(grid_mapping.num_index_operands)
+    prefetch_avals = tuple(grid_mapping.index_map_avals[num_grid:])
+    prefetch_names = arg_names[:num_prefetch]
+
+    operands: list[Operand] = []
+    for k, aval in enumerate(prefetch_avals):
+        operands.append(
+            Operand(
+                position=k,
+                role="in",
+                name=prefetch_names[k] if k < len(prefetch_names) else "",
+                origin=f"scalar_prefetch[{k}]",
+                shape=tuple(aval.shape),
+                dtype=str(aval.dtype),
+                block_shape=tuple(aval.shape),
+                block_kinds=("full",) * len(aval.shape),
+                index_map=None,
+                memory_space=_memory_space_name(aval),
+                scalar_prefetch=True,
+            )
+        )
+    num_inputs = int(grid_mapping.num_inputs)
+    for k, mapping in enumerate(grid_mapping.block_mappings):
+        position = num_prefetch + k
+        kinds, sizes = zip(*(_block_dim(d) for d in mapping.block_shape), strict=True)
+        operands.append(
+            Operand(
+                position=position,
+                role="in" if k < num_inputs else "out",
+                name=arg_names[position] if position < len(arg_names) else "",
+                origin=str(mapping.origin),
+                shape=tuple(mapping.array_aval.shape),
+                dtype=str(mapping.array_aval.dtype),
+                block_shape=tuple(sizes),
+                block_kinds=tuple(kinds),
+                index_map=index_map_from_jaxpr(mapping.index_map_jaxpr, num_grid, prefetch_names),
+                memory_space=_memory_space_name(mapping.transformed_block_aval),
+                buffer_count=_buffer_count(mapping.pipeline_mode),
+            )
+        )
+    first_scratch = num_prefetch + len(grid_mapping.block_mappings)
+    for k, aval in enumerate(grid_mapping.scratch_avals):
+        position = first_scratch + k
+        shape = tuple(getattr(aval, "shape", ()))
+        operands.append(
+            Operand(
+                position=position,
+                role="scratch",
+                name=arg_names[position] if position < len(arg_names) else "",
+                origin=f"scratch[{k}]",
+                shape=shape,
+                dtype=_dtype_name(aval),
+                block_shape=shape,
+                block_kinds=("full",) * len(shape),
+                index_map=None,
+                memory_space=_memory_space_name(aval),
+            )
+        )
+
+    compiler_params = params.get("compiler_params")
+    text, source_map = jaxpr_text(body)
+    semantics = getattr(compiler_params, "dimension_semantics", None)
+    cost = params.get("cost_estimate")
+    interpret = params.get("interpret")
+    return Kernel(
+        index=index,
+        name=params.get("name") or debug.func_name,
+        kind="pallas_call",
+        grid=grid,
+        grid_names=_names(grid_mapping.grid_names),
+        operands=tuple(operands),
+        jaxpr=text,
+        jaxpr_source_map=source_map,
+        source=_function_location(debug),
+        call_site=_user_location(site.source_info),
+        backend=_backend_of(compiler_params),
+        compiler_params=_params_fields(compiler_params),
+        dimension_semantics=(tuple(_semantics_name(s) for s in semantics) if semantics else None),
+        cost_estimate=(
+            CostEstimate(int(cost.flops), int(cost.transcendentals), int(cost.bytes_accessed))
+            if cost is not None
+            else None
+        ),
+        interpret=repr(interpret) if interpret else "",
+        vmapped_dims=tuple(int(d) for d in grid_mapping.vmapped_dims),
+        num_scalar_prefetch=num_prefetch,
+        input_output_aliases=tuple(
+            (int(i), int(o)) for i, o in params.get("input_output_aliases", ())
+        ),
+        path=site.path,
+    )
+
+
+def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
+    """A `plgpu.kernel` / `pl.core_map` kernel: whole-array refs over a mesh."""
+    params = site.params
+    body = params["jaxprs"][0] if "jaxprs" in params else params["jaxpr"]
+    mesh = params["meshes"][0] if "meshes" in params else params["mesh"]
+    grid = tuple(int(d) for d in getattr(mesh, "grid", tuple(mesh.shape.values())))
+    names = getattr(mesh, "grid_names", None) or tuple(mesh.shape)
+    debug = body.debug_info
+    num_inputs = len(site.in_avals)
+    arg_names = _arg_names(debug, len(body.invars))
+    operands = []
+    for position, var in enumerate(body.invars):
+        aval = var.aval
+        shape = tuple(getattr(aval, "shape", ()))
+        operands.append(
+            Operand(
+                position=position,
+                role="in" if position < num_inputs else "out",
+                name=arg_names[position] if position < len(arg_names) else "",
+                origin=(
+                    f"args[{position}]"
+                    if position < num_inputs
+                    else f"outputs[{position - num_inputs}]"
+                ),
+                shape=shape,
+                dtype=_dtype_name(aval),
+                block_shape=shape,
+                block_kinds=("full",) * len(shape),
+                index_map=None,
+                memory_space=_memory_space_name(aval),
+            )
+        )
+    for k, aval in enumerate(_scoped_allocations(body)):
+        shape = tuple(getattr(aval, "shape", ()))
+        operands.append(
+            Operand(
+                position=len(operands),
+                role="scratch",
+                name="",
+                origin=f"scratch[{k}]",
+                shape=shape,
+                dtype=_dtype_name(aval),
+                block_shape=shape,
+                block_kinds=("full",) * len(shape),
+                index_map=None,
+                memory_space=_memory_space_name(aval),
+            )
+        )
+    text, source_map = jaxpr_text(body)
+    compiler_params = params.get("compiler_params")
+    name = params.get("name") or (debug.func_name if debug else "kernel")
+    return Kernel(
+        index=index,
+        name=str(name),
+        kind="plgpu.kernel",
+        grid=grid,
+        grid_names=_names(names),
+        operands=tuple(operands),
+        jaxpr=text,
+        jaxpr_source_map=source_map,
+        source=_function_location(debug) or _first_body_location(body),
+        call_site=_user_location(site.source_info),
+        backend=_backend_of(compiler_params) or "mosaic_gpu",
+        compiler_params=_params_fields(compiler_params),
+        path=site.path,
+    )
+
+
+def _scoped_allocations(jaxpr: Any) -> list[Any]:
+    """Buffers a mesh kernel allocates with `run_scoped` (its scratch)."""
+    found: list[Any] = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "run_scoped":
+            inner = eqn.params["jaxpr"]
+            found.extend(v.aval for v in inner.invars)
+        for sub in jax_core.jaxprs_in_params(eqn.params):
+            found.extend(_scoped_allocations(sub))
+    return found
+
+
+def _arg_names(debug: Any, count: int) -> tuple[str, ...]:
+    names = tuple(getattr(debug, "arg_names", None) or ())
+    if len(names) != count:
+        return ("",) * count
+    return tuple(_clean_arg_name(n) for n in names)
+
+
+def _clean_arg_name(name: str | None) -> str:
+    # JAX names flattened pytree arguments like "scratch_refs[0]"; keep them readable.
+    return name or ""
+
+
+def _grid_dim(dim: Any) -> int:
+    return int(dim) if isinstance(dim, (int, np.integer)) else -1
+
+
+def _names(names: Any) -> tuple[str, ...] | None:
+    return tuple(str(n) for n in names) if names else None
+
+
+def _block_dim(dim: Any) -> tuple[str, int | None]:
+    kind = type(dim).__name__
+    if kind == "Squeezed" or dim is None:
+        return "squeezed", None
+    size = getattr(dim, "block_size", dim)
+    mapping = {"Blocked": "blocked", "Element": "element", "BoundedSlice": "bounded"}
+    return mapping.get(kind, kind.lower()), int(size)
+
+
+def _memory_space_name(aval: Any) -> str:
+    space = getattr(aval, "memory_space", None)
+    if space is None:
+        return "default"
+    text = str(space)
+    return text.rsplit(".", 1)[-1].lower() if text else "default"
+
+
+def _dtype_name(aval: Any) -> str:
+    dtype = getattr(aval, "dtype", None)
+    return str(dtype) if dtype is not None else type(aval).__name__
+
+
+def _buffer_count(pipeline_mode: Any) -> int | None:
+    count = getattr(pipeline_mode, "buffer_count", None)
+    return int(count) if count is not None else None
+
+
+def _backend_of(compiler_params: Any) -> str:
+    if compiler_params is None:
+        return ""
+    module = type(compiler_params).__module__
+    if "mosaic_gpu" in module:
+        return "mosaic_gpu"
+    if "triton" in module:
+        return "triton"
+    if "mosaic" in module:
+        return "mosaic_tpu"
+    if isinstance(compiler_params, dict):  # older JAX: {"triton": {...}}
+        return next(iter(compiler_params), "")
+    return module.rsplit(".", 1)[-1]
+
+
+def _params_fields(compiler_params: Any) -> tuple[tuple[str, str], ...]:
+    if compiler_params is None:
+        return ()
+    if dataclasses.is_dataclass(compiler_params):
+        return tuple(
+            (f.name, repr(getattr(compiler_params, f.name)))
+            for f in dataclasses.fields(compiler_params)
+            if getattr(compiler_params, f.name) is not None
+        )
+    if isinstance(compiler_params, dict):
+        return tuple((str(k), repr(v)) for k, v in compiler_params.items())
+    return (("params", repr(compiler_params)),)
+
+
+def _semantics_name(semantic: Any) -> str:
+    text = str(getattr(semantic, "value", semantic))
+    return text.rsplit(".", 1)[-1].lower()
+
+
+def _function_location(debug: Any) -> SourceLocation | None:
+    if debug is None or debug.func_filename is None or debug.func_lineno is None:
+        return None
+    return SourceLocation(str(debug.func_filename), int(debug.func_lineno), debug.func_name)
+
+
+def _first_body_location(jaxpr: Any) -> SourceLocation | None:
+    for eqn in jaxpr.eqns:
+        location = _user_location(eqn.source_info)
+        if location is not None:
+            return location
+    return None
+
+
+def _user_location(source_info: Any) -> SourceLocation | None:
+    frame = source_info_util.user_frame(getattr(source_info, "traceback", None))
+    if frame is None:
+        return None
+    return SourceLocation(frame.file_name, int(frame.start_line), frame.function_name)
+
+
+# ---------------------------------------------------------------------------
+# Jaxpr text with a source map.
+
+_LOCATION = re.compile(r"^(?P<code>.*?)\s+# (?P<file>.+?):(?P<line>\d+):\d+(?: \(.*\))?\s*$")
+
+
+def jaxpr_text(jaxpr: Any) -> tuple[str, tuple[tuple[int, str, int], ...]]:
+    """Pretty-prints a (closed) jaxpr; returns its text and a source map.
+
+    The source map has one (text line, file, source line) entry, 1-based, for each
+    line of an equation JAX knows the user source of.
+    """
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    try:
+        # No ANSI colours (JAX turns them on in notebooks); the views colour it.
+        raw = inner.pretty_print(source_info=True, name_stack=False, use_color=False)
+    except TypeError:  # pragma: no cover - older signature
+        return str(jaxpr), ()
+    lines: list[str] = []
+    source_map: list[tuple[int, str, int]] = []
+    for raw_line in raw.splitlines():
+        match = _LOCATION.match(raw_line)
+        if match is None:
+            if raw_line.strip().startswith("#"):
+                continue  # a location-only line (e.g. an empty name stack)
+            lines.append(raw_line.rstrip())
+            continue
+        lines.append(match["code"].rstrip())
+        source_map.append((len(lines), match["file"], int(match["line"])))
+    return "\n".join(lines), tuple(source_map)

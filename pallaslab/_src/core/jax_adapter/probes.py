@@ -1,0 +1,77 @@
+"""Guarded imports of JAX internals, and which adapter features they enable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+
+__all__ = [
+    "FEATURES",
+    "MESH_KERNELS",
+    "PACKAGE_DIR",
+    "PALLAS_CALL",
+    "feature_notice",
+    "jax_core",
+    "mlir_module",
+    "pallas_call_module",
+    "source_info_util",
+]
+
+# Private modules, imported defensively: each missing one disables one feature.
+try:
+    from jax._src import core as jax_core
+    from jax._src import source_info_util
+except ImportError as err:  # pragma: no cover - jax without these cannot trace Pallas
+    raise ImportError(f"pallaslab needs jax._src.core ({err})") from err
+
+try:
+    from jax._src.pallas import pallas_call as pallas_call_module
+except ImportError:  # pragma: no cover
+    pallas_call_module = None  # type: ignore[assignment]
+
+try:
+    from jax._src.interpreters import mlir as mlir_module
+except ImportError:  # pragma: no cover
+    mlir_module = None  # type: ignore[assignment]
+
+# pallaslab's own frames are not the user's: keep them out of source locations.
+PACKAGE_DIR = str(Path(__file__).resolve().parents[3]) + "/"
+if hasattr(source_info_util, "register_exclusion"):
+    source_info_util.register_exclusion(PACKAGE_DIR)
+
+# Primitive names (probed by name so a renamed module does not break discovery).
+PALLAS_CALL = "pallas_call"
+# `plgpu.kernel` binds `mpmd_map` in jax 0.10; `pl.core_map` binds `core_map`.
+MESH_KERNELS = frozenset({"mpmd_map", "core_map"})
+
+
+def _feature(name: str, available: bool, why: str) -> tuple[str, bool, str]:
+    return name, available, why
+
+
+FEATURES: dict[str, tuple[bool, str]] = {
+    name: (ok, why)
+    for name, ok, why in (
+        _feature(
+            "cpu-interpret",
+            pallas_call_module is not None
+            and mlir_module is not None
+            and hasattr(pallas_call_module, "_pallas_call_lowering"),
+            "jax._src.pallas.pallas_call._pallas_call_lowering not found",
+        ),
+        _feature(
+            "record-kernels",
+            pallas_call_module is not None and hasattr(pallas_call_module, "pallas_call_p"),
+            "jax._src.pallas.pallas_call.pallas_call_p not found",
+        ),
+    )
+}
+
+
+def feature_notice(name: str) -> str | None:
+    """A one-line notice when an adapter feature is unavailable, else None."""
+    ok, why = FEATURES.get(name, (False, "unknown feature"))
+    if ok:
+        return None
+    return f"{name} is unavailable with jax {jax.__version__}: {why}"
