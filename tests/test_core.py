@@ -185,3 +185,16 @@ class TestJaxShippedGpuKernels:
             (None, 128, None, 64),
         )
         assert kernel.operands[0].index_map.text == "lambda i, j, k: (j, i, k, 0)"
+
+
+def test_work_is_counted_from_the_kernel_body():
+    matmul = pallaslab.inspect(corpus.seed_matmul().fn, *corpus.seed_matmul().args).kernels[0]
+    dots = 2 * 256 * 256 * 128
+    accumulator_adds = 64 * 64 * 4 * 16  # one add per element, 4 k-steps, 16 programs
+    assert matmul.work.flops == dots + accumulator_adds
+    assert matmul.work.exact
+    softmax = pallaslab.inspect(corpus.row_softmax().fn, corpus.f32(16, 100)).kernels[0]
+    assert softmax.work.transcendentals == 16 * 128  # one exp per lane of the padded row
+    kacc = pallaslab.inspect(corpus.kacc_matmul().fn, *corpus.kacc_matmul().args).kernels[0]
+    assert kacc.work.flops >= 2 * 256**3
+    assert not kacc.work.exact  # the pl.when branch is counted as its costlier side

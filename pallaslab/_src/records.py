@@ -155,6 +155,8 @@ class Kernel:
         input_output_aliases: (input index, output index) pairs.
         path: The primitives enclosing the kernel, outermost first, e.g.
             ("jit(matmul)", "scan").
+        work: The arithmetic the kernel body does over the whole grid, counted from
+            its jaxpr (None when it could not be counted).
     """
 
     index: int
@@ -176,6 +178,7 @@ class Kernel:
     num_scalar_prefetch: int = 0
     input_output_aliases: tuple[tuple[int, int], ...] = ()
     path: tuple[str, ...] = ()
+    work: KernelWork | None = None
 
     @property
     def inputs(self) -> tuple[Operand, ...]:
@@ -285,3 +288,21 @@ class RunResult:
     seconds: float
     comparison: Comparison | None = None
     values: tuple[np.ndarray, ...] = dataclasses.field(default=(), compare=False, repr=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelWork:
+    """Arithmetic a kernel does, counted from its traced body.
+
+    Attributes:
+        flops: Floating-point operations over the whole grid: 2*M*N*K per matrix
+            product, one per element per elementwise operation (integer index
+            arithmetic is not counted).
+        transcendentals: exp, log, tanh, ... evaluations over the whole grid.
+        exact: False when a loop's trip count is only known at run time (such loops
+            are counted once) or a branch was taken as its costlier side.
+    """
+
+    flops: int
+    transcendentals: int
+    exact: bool = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any
 
@@ -15,7 +16,8 @@ from pallaslab._src.core.jax_adapter.probes import (
     jax_core,
     source_info_util,
 )
-from pallaslab._src.records import CostEstimate, Kernel, Operand, SourceLocation
+from pallaslab._src.core.jax_adapter.work import count_work
+from pallaslab._src.records import CostEstimate, Kernel, KernelWork, Operand, SourceLocation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +179,15 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
             (int(i), int(o)) for i, o in params.get("input_output_aliases", ())
         ),
         path=site.path,
+        work=_work(body, grid),
     )
+
+
+def _work(body: Any, grid: tuple[int, ...]) -> KernelWork | None:
+    try:
+        return count_work(body, math.prod(max(d, 1) for d in grid))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None  # an unfamiliar primitive's params: no estimate rather than a wrong one
 
 
 def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
@@ -245,6 +255,7 @@ def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
         backend=_backend_of(compiler_params) or "mosaic_gpu",
         compiler_params=_params_fields(compiler_params),
         path=site.path,
+        work=_work(body, grid),
     )
 
 
