@@ -431,7 +431,6 @@ class TestAccessPrivateShapes:
 
     def test_interpreter_values_follow_masks_and_other(self):
         from jax._src.state import indexing
-
         from jax.experimental.pallas import triton as pltriton
 
         from pallaslab._src.core.jax_adapter import accesses as interp
