@@ -432,11 +432,15 @@ class TileMap:
         sub, weight = _reduced_grid(tiles, self.grid)
         if not sub:
             return np.full(self.grid, self.num_programs, dtype=np.int64)
-        keys = np.stack(
-            [np.broadcast_to(a, sub).ravel() for a in (*tiles.starts, *tiles.extents)], axis=-1
-        )
-        _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-        per_program = (counts[inverse.ravel()] * weight).reshape(sub)
+        # Number the distinct blocks one coordinate at a time (1-D uniques are fast).
+        key = np.zeros(math.prod(sub), dtype=np.int64)
+        for array in (*tiles.starts, *tiles.extents):
+            if array.size == 1:
+                continue
+            _, rank = np.unique(np.broadcast_to(array, sub).ravel(), return_inverse=True)
+            _, key = np.unique(key * (int(rank.max()) + 1) + rank.ravel(), return_inverse=True)
+        counts = np.bincount(key.ravel())
+        per_program = (counts[key.ravel()] * weight).reshape(sub)
         return np.broadcast_to(per_program, self.grid)
 
     def revisit_axes(self, operand_index: int) -> tuple[int, ...]:
