@@ -213,6 +213,31 @@ def test_strides_chained_views_loops_and_out_of_bounds_lanes():
     assert o.writes[7, 7] == 2 and o.reads[2:4, :4].sum() == 8
 
 
+def _gather_kernel(x_ref, o_ref):
+    rows = x_ref[jax.lax.iota(jnp.int32, 3) * 2 + 1, :]  # rows 1, 3, 5
+    cols = x_ref[1, jax.lax.broadcasted_iota(jnp.int32, (2, 2), 1) * 3]  # [[0, 3], [0, 3]]
+    o_ref[...] = jnp.zeros_like(o_ref)
+    o_ref[0:3, :] = rows
+    o_ref[3, 0] = cols.sum()
+
+
+def test_integer_array_indexers_gather_lanes():
+    fn = pl.pallas_call(_gather_kernel, out_shape=corpus.f32(8, 8))
+    accesses = pallaslab.inspect(fn, corpus.f32(8, 8)).accesses()
+    rows, cols = (a for a in accesses.accesses if a.ref == 0)
+    assert rows.coords[0][:, 0].tolist() == [1, 3, 5] and rows.mask.shape == (3, 8)
+    assert [c.tolist() for c in cols.coords] == [[[1, 1], [1, 1]], [[0, 3], [0, 3]]]
+    x = accesses.map(0)
+    assert x.reads[1, 0] == 3 and x.reads[1, 3] == 3 and x.read_twice == 2
+    assert x.untouched == 64 - 3 * 8
+
+
+def test_accesses_of_a_later_kernel_use_the_earlier_kernels_output():
+    accesses = inspected(corpus.two_kernels()).accesses(1, (1,))
+    assert not accesses.notices  # real inputs: kernel 0 ran (interpreted) to make them
+    assert [a.kind for a in accesses.accesses] == ["read", "write"]
+
+
 def test_accesses_of_a_scratch_buffer_and_its_reuse():
     accesses = inspected(corpus.with_scratch()).accesses(0, (1,))
     acc = accesses.map(2)

@@ -149,11 +149,12 @@ def _operand_values(
     found: list[np.ndarray | None] = [None] * len(record.operands)
     program = inspection._program  # noqa: SLF001
     leaves = _leaves(program) if program is not None else None
-    inputs = (
-        jax_adapter.kernel_inputs(site, program, leaves)
-        if program is not None and leaves is not None
-        else None
-    )
+    inputs = None
+    if program is not None and leaves is not None:
+        # Kernels before this one run too, in interpret mode on CPU.
+        jax_adapter.install_cpu_interpret()
+        with jax_adapter.auto_interpret():
+            inputs = jax_adapter.kernel_inputs(site, program, leaves)
     if inputs is None:
         notices.append(
             "Block values are random (the kernel's real inputs could not be evaluated "

@@ -596,7 +596,7 @@ function tilesKernel(kernel, ctx, saved) {
 
   const facts = [
     "grid " + (grid.length ? grid.join(" \u00d7 ") : "()") + " = " + total + " program" + (total === 1 ? "" : "s"),
-    kernel.semantics ? "dimension semantics: " + kernel.semantics.join(", ") : null,
+    kernel.semantics ? "axes " + kernel.semantics.map((sem, a) => (kernel.axisNames[a] || a) + ": " + sem).join(", ") : null,
   ].filter(Boolean);
   // Native append would print null and arrays as text: flatten and drop the empties.
   root.append(...[
