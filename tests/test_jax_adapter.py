@@ -452,3 +452,27 @@ class TestAccessPrivateShapes:
         view = interp._View.whole((4,))
         strided = indexing.NDIndexer((indexing.Slice(1, 3, 2),), (4,), ())
         assert interp._apply_indexer(view, strided, 1).coords[0].tolist() == [1, 3, 5]
+
+    def test_calls_inside_a_body_are_followed(self):
+        @jax.jit
+        def shifted(ref):  # a jit taking a ref, reading program_id: followed, not bound
+            return ref[pl.ds(pl.program_id(0) * 2, 2)]
+
+        def kernel(x_ref, o_ref):
+            o_ref[pl.ds(0, 2)] = jax.nn.relu(shifted(x_ref))
+
+        fn = pl.pallas_call(kernel, out_shape=corpus.f32(2), grid=(2,))
+        inspection = pallaslab.inspect(fn, corpus.f32(4))
+        body = inspection.program.sites[0].params["jaxpr"]
+        (call,) = [e for e in body.eqns if e.primitive.name in ("pjit", "jit")]
+        assert hasattr(call.params["jaxpr"], "jaxpr") and hasattr(call.params["jaxpr"], "consts")
+        (relu,) = _eqns(body, "custom_jvp_call")
+        assert hasattr(relu.params["call_jaxpr"], "jaxpr")
+        assert all(hasattr(v.aval, "inner_aval") for v in body.invars)
+        from jax._src import core
+
+        assert hasattr(core, "DropVar") and hasattr(core, "Literal")
+        accesses = inspection.accesses(0, (1,))
+        assert accesses.complete
+        (read, write) = accesses.accesses
+        assert read.coords[0].tolist() == [2, 3] and write.coords[0].tolist() == [0, 1]

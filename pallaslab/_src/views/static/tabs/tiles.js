@@ -342,7 +342,7 @@ function tilesAccessCanvas(ref, onReady) {
   const reads = tilesDecode(ref.reads), writes = tilesDecode(ref.writes);
   const masked = tilesDecode(ref.masked), inside = tilesDecode(ref.inside);
   const [rows, cols] = reads.shape;
-  const fit = Math.max(1, Math.min(12, Math.floor(360 / cols), Math.floor(240 / rows)));
+  const fit = Math.max(1, Math.min(24, Math.floor(360 / cols), Math.floor(240 / rows)));
   // A strip (one row) stays tall enough to see; a 2-D buffer keeps square elements.
   const cell = fit, cellH = rows === 1 ? Math.max(fit, 16) : fit;
   const canvas = h("canvas", { class: "pl-tiles-canvas", width: cols * cell, height: rows * cellH, dataset: { ref: ref.label } });
