@@ -21,7 +21,7 @@ from pallaslab._src.records import Kernel
 
 # Past this much input data, blocks are filled with random values instead of
 # evaluating the program up to the kernel (which would allocate it all).
-MAX_INPUT_BYTES = 256 * 1024 * 1024
+MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
 def tile_map(

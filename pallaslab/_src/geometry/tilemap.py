@@ -179,8 +179,8 @@ class Coverage:
         return np.broadcast_to(weights, self.counts.shape)
 
     def expand(self) -> np.ndarray:
-        """One count per element: an int array of the array's shape."""
-        full = self.counts
+        """One count per element: an int array of the array's shape (int32 when it fits)."""
+        full = self.counts.astype(np.int32 if self.max < 2**31 else np.int64)
         for d, sizes in enumerate(self.cell_sizes):
             full = np.repeat(full, sizes, axis=d)
         return np.array(full)
