@@ -302,6 +302,10 @@ def on_chip(merit: KernelMerit, chip: Chip | str) -> ChipFit:
             "On GPU, blocks live in registers or shared memory as the compiler decides; "
             "this compares all blocks, double-buffered, with one block's shared memory."
         )
+        notes.append(
+            f"Programs re-reading a block may find it in the {chip.l2_bytes // 2**20} MiB L2; "
+            "HBM traffic here counts every block a program reads."
+        )
     if merit.schedule != kind:
         notes.append(f"Traffic is counted for a {merit.schedule.upper()} schedule.")
     bandwidth = chip.memory_bandwidth
