@@ -9,6 +9,7 @@ from typing import Any as _Any
 from pallaslab._src.core import display as _display
 from pallaslab._src.core.inspection import Inspection as Inspection
 from pallaslab._src.core.tracing import inspect as inspect
+from pallaslab._src.geometry.tilemap import TileMap as TileMap
 from pallaslab._src.indexmap import IndexMap as IndexMap
 from pallaslab._src.records import ArraySpec as ArraySpec
 from pallaslab._src.records import Comparison as Comparison

@@ -284,3 +284,195 @@ def test_sites_are_frozen_records_of_jax_state():
     site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
     with pytest.raises(dataclasses.FrozenInstanceError):
         site.path = ()  # type: ignore[misc]
+
+
+# --- Private shapes the tile map and the element-level interpreter read. ------------
+
+
+def _body(case):
+    inspection = pallaslab.inspect(case.fn, *case.args)
+    return inspection.program.sites[0].params["jaxpr"]
+
+
+def _eqns(jaxpr, name):
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == name:
+            found.append(eqn)
+        from jax._src import core
+
+        for sub in core.jaxprs_in_params(eqn.params):
+            found += _eqns(sub, name)
+    return found
+
+
+class TestAccessPrivateShapes:
+    def test_state_primitives_carry_their_indexers_as_a_tree(self):
+        from jax._src import tree_util
+        from jax._src.state import indexing
+        from jax._src.state.primitives import ref_addupdate
+
+        def kernel(x_ref, o_ref):
+            o_ref[pl.ds(0, 2)] = x_ref[pl.ds(pl.program_id(0), 2)]
+            ref_addupdate(o_ref, ..., jnp.ones(4))
+
+        fn = pl.pallas_call(kernel, out_shape=corpus.f32(4), grid=(1,))
+        body = pallaslab.inspect(fn, corpus.f32(4)).program.sites[0].params["jaxpr"]
+        (get, *_) = _eqns(body, "get")
+        (swap, *_) = _eqns(body, "swap")
+        (update,) = _eqns(body, "addupdate")
+        for eqn in (get, swap, update):
+            assert "tree" in eqn.params
+        assert len(swap.invars) == 2 + swap.params["tree"].num_leaves  # ref, value, indexers
+        transforms = tree_util.tree_unflatten(get.params["tree"], list(get.invars[1:]))
+        assert all(isinstance(t, indexing.NDIndexer) for t in transforms)
+        indexer = transforms[-1]
+        assert hasattr(indexer, "indices") and hasattr(indexer, "int_indexer_shape")
+        assert {"start", "size", "stride"} <= set(dir(indexer.indices[0]))
+        # `ref[...]` carries no indexer at all.
+        assert tree_util.tree_unflatten(update.params["tree"], list(update.invars[2:])) == ()
+        accesses = pallaslab.inspect(fn, corpus.f32(4)).accesses()
+        assert [a.kind for a in accesses.accesses] == ["read", "write", "update"]
+        assert accesses.map(1).writes.tolist() == [2, 2, 1, 1]
+
+    def test_triton_masked_load_and_swap_unflatten_into_four(self):
+        from jax._src import tree_util
+
+        body = _body(corpus.row_softmax())
+        (load,) = _eqns(body, "masked_load")
+        (swap,) = _eqns(body, "masked_swap")
+        ref, transforms, mask, other = tree_util.tree_unflatten(
+            load.params["args_tree"], load.invars
+        )
+        assert ref is load.invars[0] and mask is not None and other is not None
+        assert type(transforms[0]).__name__ == "NDIndexer"
+        ref, transforms, value, mask = tree_util.tree_unflatten(
+            swap.params["args_tree"], swap.invars
+        )
+        assert mask is not None and value is swap.invars[-2]
+
+    def test_control_flow_params(self):
+        matmul = _body(corpus.seed_matmul())
+        (scan,) = _eqns(matmul, "scan")
+        assert {"jaxpr", "num_consts", "num_carry", "length", "reverse"} <= set(scan.params)
+        assert hasattr(scan.params["jaxpr"], "consts")
+        (cond,) = _eqns(_body(corpus.kacc_matmul()), "cond")
+        assert hasattr(cond.params["branches"][0], "jaxpr")
+        (program_id,) = _eqns(_body(corpus.kacc_matmul()), "program_id")
+        assert program_id.params["axis"] == 2
+
+        def looping(x_ref, o_ref):
+            def body(carry):
+                i, acc = carry
+                return i + 1, acc + x_ref[i]
+
+            o_ref[0] = jax.lax.while_loop(lambda c: c[0] < x_ref.shape[0], body, (0, 0.0))[1]
+
+        fn = pl.pallas_call(looping, out_shape=corpus.f32(1))
+        (loop,) = _eqns(
+            pallaslab.inspect(fn, corpus.f32(8)).program.sites[0].params["jaxpr"], "while"
+        )
+        assert {"cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"} <= set(loop.params)
+
+    def test_run_scoped_allocates_its_invars(self):
+        def kernel(x_ref, o_ref):
+            def scoped(tmp_ref):
+                tmp_ref[...] = x_ref[...] + 1.0
+                o_ref[...] = tmp_ref[...]
+
+            pl.run_scoped(scoped, pltpu.VMEM((8, 128), jnp.float32))
+
+        from jax.experimental.pallas import tpu as pltpu
+
+        fn = pl.pallas_call(kernel, out_shape=corpus.f32(8, 128))
+        inspection = pallaslab.inspect(fn, corpus.f32(8, 128))
+        (eqn,) = _eqns(inspection.program.sites[0].params["jaxpr"], "run_scoped")
+        inner = eqn.params["jaxpr"]
+        assert len(inner.invars) == 1 and len(inner.constvars) == len(eqn.invars)
+        assert tuple(inner.invars[0].aval.inner_aval.shape) == (8, 128)
+        accesses = inspection.accesses()
+        assert [r.role for r in accesses.refs] == ["in", "out", "scoped"]
+        assert accesses.map(2).writes.sum() == 8 * 128
+
+    def test_index_map_out_tree_and_block_dims(self):
+        def k(x_ref, o_ref):
+            o_ref[...] = x_ref[...]
+
+        fn = pl.pallas_call(
+            k,
+            out_shape=corpus.f32(64, 128),
+            grid=(4,),
+            in_specs=[pl.BlockSpec((pl.BoundedSlice(16), 128), lambda i: (pl.ds(i * 8, 8 + i), 0))],
+            out_specs=pl.BlockSpec((pl.Element(16, (2, 3)), 128), lambda i: (i * 16, 0)),
+        )
+        inspection = pallaslab.inspect(fn, corpus.f32(64, 128))
+        bounded, element = inspection.program.sites[0].params["grid_mapping"].block_mappings
+        tree = bounded.index_map_out_tree
+        slice_node = tree.children()[0]
+        assert slice_node.node_data()[0].__name__ == "Slice"
+        assert slice_node.node_data()[1] == (None, None, 1)  # (start, size, stride): traced
+        assert element.block_shape[0].padding == (2, 3)
+        x, o = inspection.kernels[0].operands
+        assert x.index_map.text == "lambda i: (pl.ds(i * 8, 8 + i), 0)"
+        assert o.element_padding == ((2, 3), (0, 0))
+        tiles = inspection.tiles()
+        assert tiles.block(0, (3,)) == ((24, 35), (0, 128))
+        assert tiles.block(1, (0,)) == ((-2, 14), (0, 128))
+
+    def test_kernel_inputs_are_the_bound_values(self):
+        case = corpus.scalar_prefetch()
+        inspection = pallaslab.inspect(case.fn, *case.args)
+        program = inspection.program
+        x = jnp.arange(64 * 128, dtype=jnp.float32).reshape(64, 128)
+        leaves = program.dynamic_leaves((case.args[0], x), {})
+        values = jax_adapter.kernel_inputs(program.sites[0], program, leaves)
+        assert [np.shape(v) for v in values] == [(8,), (64, 128)]
+        np.testing.assert_array_equal(values[1], x)
+
+    def test_interpreter_values_follow_masks_and_other(self):
+        from jax._src.state import indexing
+        from jax.experimental.pallas import triton as pltriton
+
+        from pallaslab._src.core.jax_adapter import accesses as interp
+
+        def kernel(x_ref, o_ref):
+            lanes = jnp.arange(8)
+            row = pltriton.load(x_ref.at[pl.ds(0, 8)], mask=lanes < 5, other=7.0)
+            o_ref[...] = row
+
+        fn = pl.pallas_call(kernel, out_shape=corpus.f32(8))
+        body = pallaslab.inspect(fn, corpus.f32(8)).program.sites[0].params["jaxpr"]
+        found = []
+        run = interp.Interpreter((), (), found.append)
+        x = interp.Buffer(0, np.arange(8, dtype=np.float32))
+        o = interp.Buffer(1, np.zeros(8, np.float32))
+        run.run(body, [], [x, o])
+        assert o.data.tolist() == [0, 1, 2, 3, 4, 7, 7, 7]
+        assert [a.kind for a in found] == ["read", "write"] and found[0].masked == 3
+        view = interp._View.whole((4,))
+        strided = indexing.NDIndexer((indexing.Slice(1, 3, 2),), (4,), ())
+        assert interp._apply_indexer(view, strided, 1).coords[0].tolist() == [1, 3, 5]
+
+    def test_calls_inside_a_body_are_followed(self):
+        @jax.jit
+        def shifted(ref):  # a jit taking a ref, reading program_id: followed, not bound
+            return ref[pl.ds(pl.program_id(0) * 2, 2)]
+
+        def kernel(x_ref, o_ref):
+            o_ref[pl.ds(0, 2)] = jax.nn.relu(shifted(x_ref))
+
+        fn = pl.pallas_call(kernel, out_shape=corpus.f32(2), grid=(2,))
+        inspection = pallaslab.inspect(fn, corpus.f32(4))
+        body = inspection.program.sites[0].params["jaxpr"]
+        (call,) = [e for e in body.eqns if e.primitive.name in ("pjit", "jit")]
+        assert hasattr(call.params["jaxpr"], "jaxpr") and hasattr(call.params["jaxpr"], "consts")
+        (relu,) = _eqns(body, "custom_jvp_call")
+        assert hasattr(relu.params["call_jaxpr"], "jaxpr")
+        assert all(hasattr(v.aval, "inner_aval") for v in body.invars)
+        from jax._src import core
+
+        assert hasattr(core, "DropVar") and hasattr(core, "Literal")
+        accesses = inspection.accesses(0, (1,))
+        assert accesses.complete
+        (read, write) = accesses.accesses
+        assert read.coords[0].tolist() == [2, 3] and write.coords[0].tolist() == [0, 1]

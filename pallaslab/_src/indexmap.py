@@ -181,6 +181,10 @@ class IndexMap:
             own jaxpr text when `outputs` is None.
         source_file: File of the index map function ("" when unknown).
         source_line: Line of the index map function (0 when unknown).
+        sizes: Per block dimension, the size of the slice the index map returns
+            with `pl.ds(start, size)` (for `pl.BoundedSlice` dimensions; then
+            `outputs` holds the start), or None for dimensions indexed by one
+            integer. Empty when no dimension is a slice.
     """
 
     arg_names: tuple[str, ...]
@@ -189,6 +193,7 @@ class IndexMap:
     text: str
     source_file: str = ""
     source_line: int = 0
+    sizes: tuple[Expr | None, ...] = ()
 
     @property
     def evaluable(self) -> bool:
@@ -198,7 +203,8 @@ class IndexMap:
     @property
     def uses_prefetch(self) -> bool:
         """Whether the block indices depend on scalar-prefetch values."""
-        return self.outputs is not None and any(_reads_prefetch(e) for e in self.outputs)
+        exprs = [*(self.outputs or ()), *(s for s in self.sizes if s is not None)]
+        return self.outputs is not None and any(_reads_prefetch(e) for e in exprs)
 
     def evaluate(
         self, grid_indices: Sequence[np.ndarray], prefetch: Sequence[np.ndarray] = ()
@@ -206,18 +212,38 @@ class IndexMap:
         """Block indices for many programs at once.
 
         Args:
-            grid_indices: One integer array per grid axis, all of the same shape (e.g.
-                from `np.indices(grid)`); entry k of each array names one program.
+            grid_indices: One integer array per grid axis, all broadcastable to one
+                shape (e.g. `np.indices(grid)`, or `np.ix_`-style open grids, which
+                keep results that ignore an axis small); an entry names one program.
             prefetch: The scalar-prefetch operands' values, in order.
 
         Returns:
-            One integer array per block dimension, broadcast to the grid arrays' shape.
+            One integer array per block dimension, broadcast to the grid arrays' shape
+            (a read-only view where the value ignores some grid axes).
 
         Raises:
             ValueError: If the index map is not evaluable, or prefetch values are
                 missing for an index map that reads them.
         """
-        if self.outputs is None:
+        return self._evaluate(self.outputs, grid_indices, prefetch)
+
+    def evaluate_sizes(
+        self, grid_indices: Sequence[np.ndarray], prefetch: Sequence[np.ndarray] = ()
+    ) -> tuple[np.ndarray | None, ...]:
+        """Slice sizes (see `sizes`) for many programs at once; None where no slice."""
+        if not self.sizes:
+            return (None,) * len(self.outputs or ())
+        exprs = tuple(const(0) if s is None else s for s in self.sizes)
+        values = self._evaluate(exprs, grid_indices, prefetch)
+        return tuple(None if s is None else v for s, v in zip(self.sizes, values, strict=True))
+
+    def _evaluate(
+        self,
+        exprs: tuple[Expr, ...] | None,
+        grid_indices: Sequence[np.ndarray],
+        prefetch: Sequence[np.ndarray],
+    ) -> tuple[np.ndarray, ...]:
+        if exprs is None:
             raise ValueError(f"index map cannot be evaluated without JAX: {self.text}")
         if len(grid_indices) != self.num_grid_args:
             raise ValueError(
@@ -232,8 +258,7 @@ class IndexMap:
         env += [np.asarray(p) for p in prefetch] or [np.zeros(1)] * num_prefetch
         shape = np.broadcast_shapes(*(g.shape for g in env[: self.num_grid_args]), ())
         return tuple(
-            np.broadcast_to(np.asarray(e.evaluate(env), dtype=np.int64), shape)
-            for e in self.outputs
+            np.broadcast_to(np.asarray(e.evaluate(env), dtype=np.int64), shape) for e in exprs
         )
 
 
@@ -241,9 +266,18 @@ def _reads_prefetch(expr: Expr) -> bool:
     return expr.op == "load" or any(_reads_prefetch(a) for a in expr.args)
 
 
-def render_lambda(arg_names: Sequence[str], outputs: Sequence[Expr]) -> str:
-    """`lambda i, j: (i, 0)` for the given argument names and output expressions."""
-    body = ", ".join(e.to_text() for e in outputs)
+def render_lambda(
+    arg_names: Sequence[str], outputs: Sequence[Expr], sizes: Sequence[Expr | None] = ()
+) -> str:
+    """`lambda i, j: (i, 0)` for the given argument names and output expressions.
+
+    Dimensions with a slice size (see `IndexMap.sizes`) read `pl.ds(start, size)`.
+    """
+    sizes = list(sizes) or [None] * len(outputs)
+    body = ", ".join(
+        e.to_text() if size is None else f"pl.ds({e.to_text()}, {size.to_text()})"
+        for e, size in zip(outputs, sizes, strict=True)
+    )
     if len(outputs) == 1:
         body += ","
     return f"lambda {', '.join(arg_names)}: ({body})"

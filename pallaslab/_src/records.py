@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from pallaslab._src.indexmap import IndexMap
+
+if TYPE_CHECKING:
+    from pallaslab._src.geometry.tilemap import TileMap
 
 Role = Literal["in", "out", "scratch"]
 # A source map entry: (line in the text, source file, line in that file), 1-based.
@@ -83,6 +87,9 @@ class Operand:
         buffer_count: Pipeline buffers requested with `pl.Buffered(n)`, if any.
         scalar_prefetch: True for scalar-prefetch operands (TPU), which the kernel
             and every index map receive whole.
+        element_padding: Per dimension, the (low, high) padding of `pl.Element`
+            dimensions: their index map returns an offset into the array padded by
+            `low` elements before and `high` after. Empty when there is none.
     """
 
     position: int
@@ -97,6 +104,7 @@ class Operand:
     memory_space: str
     buffer_count: int | None = None
     scalar_prefetch: bool = False
+    element_padding: tuple[tuple[int, int], ...] = ()
 
     @property
     def block_elements(self) -> int:
@@ -204,6 +212,24 @@ class Kernel:
     def block_shapes(self) -> tuple[tuple[int | None, ...], ...]:
         """Block shape of every operand, in order."""
         return tuple(o.block_shape for o in self.operands)
+
+    def tiles(self, prefetch: Sequence[Any] = (), schedule: str | None = None) -> TileMap:
+        """The tile map: which block of each operand every program reads and writes.
+
+        Args:
+            prefetch: The scalar-prefetch operands' values, for index maps that read
+                them (`Inspection.tiles` passes those of the example arguments).
+            schedule: "tpu" (programs run one after another, in row-major order) or
+                "gpu" (all at once); by default, the kernel's backend decides.
+
+        Example:
+            >>> tiles = kernel.tiles()
+            >>> tiles.ranges(0, (1, 2))   # rows and columns of operand 0's block
+            ((64, 128), (0, 128))
+        """
+        from pallaslab._src.geometry.tilemap import TileMap  # noqa: PLC0415 - geometry is above
+
+        return TileMap(self, prefetch, schedule)
 
 
 def short_dtype(dtype: str) -> str:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pallaslab._src.core import display, jax_adapter
 from pallaslab._src.records import ArraySpec, Kernel, RunResult
+
+if TYPE_CHECKING:
+    from pallaslab._src.geometry.accesses import BlockAccesses
+    from pallaslab._src.geometry.tilemap import TileMap
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +123,35 @@ class Inspection:
                 return k
         names = ", ".join(k.name for k in self.kernels) or "none"
         raise KeyError(f"no kernel {name_or_index!r}; kernels: {names}")
+
+    def tiles(
+        self,
+        kernel: int | str = 0,
+        prefetch: Sequence[Any] | None = None,
+        schedule: str | None = None,
+    ) -> TileMap:
+        """The tile map of a kernel: which block of each operand every program sees.
+
+        Like `kernel.tiles()`, but index maps that read scalar-prefetch values get
+        those of the example arguments, and the schedule follows the backend at hand
+        when the kernel names none.
+        """
+        from pallaslab._src.core import tiling  # noqa: PLC0415
+
+        return tiling.tile_map(self, kernel, prefetch, schedule)
+
+    def accesses(
+        self, kernel: int | str = 0, program: Sequence[int] | None = None
+    ) -> BlockAccesses:
+        """Every element-level load and store of one program (default: the first).
+
+        The kernel body is interpreted for that program on its blocks of the
+        example inputs: `pl.ds` offsets, strided slices and masks are followed lane
+        by lane. `.map(ref)` sums them per buffer element.
+        """
+        from pallaslab._src.core import tiling  # noqa: PLC0415
+
+        return tiling.block_accesses(self, kernel, program)
 
     def run(self, *args: Any, ref: Any = None, **kwargs: Any) -> RunResult:
         """Runs the program on the backend at hand (interpret mode on CPU).

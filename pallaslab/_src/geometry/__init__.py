@@ -1,1 +1,7 @@
-"""Tile geometry: which elements each program's blocks cover. Pure NumPy, no JAX."""
+"""Tile geometry: which elements each program's blocks cover. Pure NumPy, no JAX.
+
+Modules: `blocks` (block offsets, blocks that miss their array), `tilemap` (`TileMap`:
+blocks per program, read counts, HBM traffic per schedule), `merit` (figures of
+merit against a chip), `accesses` (element-level loads and stores of one program,
+summed per buffer).
+"""

@@ -32,10 +32,14 @@ def block_starts(
     if operand.index_map is None:
         raise ValueError(f"{operand.label} has no index map")
     indices = operand.index_map.evaluate(grid_indices(grid), prefetch)
+    padding = operand.element_padding or ((0, 0),) * len(indices)
     starts = []
-    for index, kind, size in zip(indices, operand.block_kinds, operand.block_shape, strict=True):
-        # Blocked dims count in blocks; squeezed, element and bounded dims in elements.
-        starts.append(index * size if kind == "blocked" and size is not None else index)
+    for index, kind, size, (low, _) in zip(
+        indices, operand.block_kinds, operand.block_shape, padding, strict=True
+    ):
+        # Blocked dims count in blocks; squeezed, element and bounded dims in elements
+        # (element dims into the array padded by `low`).
+        starts.append(index * size if kind == "blocked" and size is not None else index - low)
     shape = (*tuple(grid), len(starts))
     return np.stack(starts, axis=-1).reshape(shape) if starts else np.zeros(shape, np.int64)
 

@@ -46,6 +46,7 @@ class Inspector(anywidget.AnyWidget):
             problem=problem.to_json() if problem else None,
             **kwargs,
         )
+        self.on_msg(self._on_request)
 
     @property
     def inspection(self) -> Inspection:
@@ -67,6 +68,22 @@ class Inspector(anywidget.AnyWidget):
             if tab.id == tab_id:
                 self.panes = {**self.panes, tab_id: self._build(tab)}
                 return
+
+    def _on_request(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """A tab asks for data: `{"tab", "id", "body"}`; the reply carries the same id."""
+        if not isinstance(content, dict) or "tab" not in content:
+            return
+        self.send({"tab": content["tab"], "id": content.get("id"), "reply": self.request(content)})
+
+    def request(self, content: dict[str, Any]) -> dict[str, Any]:
+        """Answers one request from a tab's front end (also callable from Python)."""
+        tab = next((t for t in self._tab_list if t.id == content.get("tab")), None)
+        if tab is None or tab.respond is None:
+            return {"error": f"the {content.get('tab')!r} tab takes no requests"}
+        try:
+            return tab.respond(self._inspection, dict(content.get("body") or {}))
+        except Exception as error:
+            return {"error": f"{type(error).__name__}: {error}"}
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle_ = super()._repr_mimebundle_(**kwargs)

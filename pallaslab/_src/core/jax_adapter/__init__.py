@@ -8,9 +8,14 @@ that needs it degrades with a clear notice (`feature_notice`), and
 
 Modules: `probes` (guarded imports), `kernels` (finding kernels, records, jaxpr text),
 `indexmaps` (index maps to NumPy expressions), `execution` (interpret mode on CPU,
-recording kernels as they are bound, prefetch values), `errors` (context for messages).
+recording kernels as they are bound, prefetch values), `errors` (context for messages),
+`accesses` (a kernel body interpreted for one program, recording each element it
+touches).
 """
 
+from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
+from pallaslab._src.core.jax_adapter.accesses import body_ref_shapes as body_ref_shapes
+from pallaslab._src.core.jax_adapter.accesses import interpret_program as interpret_program
 from pallaslab._src.core.jax_adapter.errors import KernelCallContext as KernelCallContext
 from pallaslab._src.core.jax_adapter.errors import block_spec_location as block_spec_location
 from pallaslab._src.core.jax_adapter.errors import kernel_call_context as kernel_call_context
@@ -19,10 +24,14 @@ from pallaslab._src.core.jax_adapter.execution import forced_interpret as forced
 from pallaslab._src.core.jax_adapter.execution import (
     install_cpu_interpret as install_cpu_interpret,
 )
+from pallaslab._src.core.jax_adapter.execution import kernel_inputs as kernel_inputs
 from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetch_values
 from pallaslab._src.core.jax_adapter.execution import recording_kernels as recording_kernels
 from pallaslab._src.core.jax_adapter.execution import same_kernel as same_kernel
 from pallaslab._src.core.jax_adapter.execution import site_function as site_function
+from pallaslab._src.core.jax_adapter.execution import (
+    site_prefetch_offset as site_prefetch_offset,
+)
 from pallaslab._src.core.jax_adapter.indexmaps import (
     index_map_from_jaxpr as index_map_from_jaxpr,
 )

@@ -131,18 +131,32 @@ def prefetch_values(site: KernelSite, program: Any, leaves: Sequence[Any]) -> tu
     """
     mapping = site.params.get("grid_mapping")
     count = int(getattr(mapping, "num_index_operands", 0) or 0)
-    if count == 0 or site.eqn is None or program.closed_jaxpr is None:
+    if count == 0:
         return ()
+    values = kernel_inputs(site, program, leaves)
+    if values is None:
+        return ()
+    return tuple(np.asarray(v) for v in values[site_prefetch_offset(site) :][:count])
+
+
+def kernel_inputs(site: KernelSite, program: Any, leaves: Sequence[Any]) -> list[Any] | None:
+    """The values a kernel is bound to when the program runs on `leaves`.
+
+    Evaluates the program's equations up to the kernel, one by one (descending into
+    `jit`s on the way). None when the kernel sits where that cannot be done (inside
+    a loop or a branch, or a kernel recorded while a cell ran).
+    """
+    if site.eqn is None or program.closed_jaxpr is None:
+        return None
     if any(e.primitive.name not in ("jit", "pjit", "closed_call") for e in site.trail):
-        return ()
+        return None
     closed = program.closed_jaxpr
     env = dict(zip(closed.jaxpr.constvars, closed.consts, strict=True))
     env.update(zip(closed.jaxpr.invars, leaves, strict=True))
     try:
-        values = _evaluate_until(closed.jaxpr, env, [*site.trail, site.eqn])
+        return list(_evaluate_until(closed.jaxpr, env, [*site.trail, site.eqn]))
     except Exception:
-        return ()
-    return tuple(np.asarray(v) for v in values[site_prefetch_offset(site) :][:count])
+        return None
 
 
 def site_prefetch_offset(site: KernelSite) -> int:

@@ -12,9 +12,18 @@ from pallaslab._src.core.jax_adapter.probes import jax_core
 
 
 def index_map_from_jaxpr(
-    closed: Any, num_grid: int, prefetch_names: Sequence[str] = ()
+    closed: Any, num_grid: int, prefetch_names: Sequence[str] = (), out_tree: Any = None
 ) -> ix.IndexMap:
-    """Translates an index map's jaxpr into a NumPy-evaluable `IndexMap`."""
+    """Translates an index map's jaxpr into a NumPy-evaluable `IndexMap`.
+
+    Args:
+        closed: The index map's closed jaxpr.
+        num_grid: How many of its arguments are grid indices.
+        prefetch_names: Names of the scalar-prefetch arguments that follow them.
+        out_tree: The pytree of its results (`BlockMapping.index_map_out_tree`),
+            where a `pl.BoundedSlice` dimension returns a `pl.ds(start, size)`
+            whose start and size may each be static or traced.
+    """
     debug = closed.jaxpr.debug_info
     jaxpr = closed.jaxpr
     names = list(getattr(debug, "arg_names", None) or ())
@@ -28,12 +37,51 @@ def index_map_from_jaxpr(
     try:
         for var, value in zip(jaxpr.constvars, closed.consts, strict=True):
             env[var] = ix.const(int(np.asarray(value)))
-        outputs = tuple(_translate(jaxpr, env))
+        flat = _translate(jaxpr, env)
+        outputs, sizes = _split_slices(flat, out_tree)
     except _UntranslatableError:
         return ix.IndexMap(tuple(names), num_grid, None, str(jaxpr), file, line)
     return ix.IndexMap(
-        tuple(names), num_grid, outputs, ix.render_lambda(names, outputs), file, line
+        tuple(names),
+        num_grid,
+        outputs,
+        ix.render_lambda(names, outputs, sizes),
+        file,
+        line,
+        sizes=sizes if any(s is not None for s in sizes) else (),
     )
+
+
+def _split_slices(
+    flat: list[ix.Expr], out_tree: Any
+) -> tuple[tuple[ix.Expr, ...], tuple[ix.Expr | None, ...]]:
+    """Per block dimension: its start (or block index) and, for slices, the size.
+
+    The index map's jaxpr returns the traced leaves only; a `pl.ds` node keeps its
+    static start or size in the tree's node data `(start, size, stride)`.
+    """
+    plain = out_tree is None or out_tree.node_data() is None  # no tree, or one bare leaf
+    if plain or out_tree.num_leaves == out_tree.num_nodes - 1 == len(flat):
+        return tuple(flat), (None,) * len(flat)
+    leaves = iter(flat)
+    starts: list[ix.Expr] = []
+    sizes: list[ix.Expr | None] = []
+    for child in out_tree.children():
+        data = child.node_data()
+        if data is None:  # a leaf: one block index
+            starts.append(next(leaves))
+            sizes.append(None)
+            continue
+        if getattr(data[0], "__name__", "") != "Slice":
+            raise _UntranslatableError
+        start, size, stride = data[1]
+        if stride not in (None, 1):
+            raise _UntranslatableError
+        starts.append(next(leaves) if start is None else ix.const(int(start)))
+        sizes.append(next(leaves) if size is None else ix.const(int(size)))
+    if next(leaves, None) is not None:
+        raise _UntranslatableError
+    return tuple(starts), tuple(sizes)
 
 
 class _UntranslatableError(Exception):

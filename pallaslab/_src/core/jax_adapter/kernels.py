@@ -114,6 +114,7 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
     for k, mapping in enumerate(grid_mapping.block_mappings):
         position = num_prefetch + k
         kinds, sizes = zip(*(_block_dim(d) for d in mapping.block_shape), strict=True)
+        padding = tuple(tuple(getattr(d, "padding", (0, 0))) for d in mapping.block_shape)
         operands.append(
             Operand(
                 position=position,
@@ -124,9 +125,19 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
                 dtype=str(mapping.array_aval.dtype),
                 block_shape=tuple(sizes),
                 block_kinds=tuple(kinds),
-                index_map=index_map_from_jaxpr(mapping.index_map_jaxpr, num_grid, prefetch_names),
+                index_map=index_map_from_jaxpr(
+                    mapping.index_map_jaxpr,
+                    num_grid,
+                    prefetch_names,
+                    getattr(mapping, "index_map_out_tree", None),
+                ),
                 memory_space=_memory_space_name(mapping.transformed_block_aval),
                 buffer_count=_buffer_count(mapping.pipeline_mode),
+                element_padding=(
+                    tuple((int(lo), int(hi)) for lo, hi in padding)
+                    if any(p != (0, 0) for p in padding)
+                    else ()
+                ),
             )
         )
     first_scratch = num_prefetch + len(grid_mapping.block_mappings)

@@ -16,6 +16,8 @@ __all__ = [
     "mlir_module",
     "pallas_call_module",
     "source_info_util",
+    "state_indexing",
+    "tree_util",
 ]
 
 # Private modules, imported defensively: each missing one disables one feature.
@@ -34,6 +36,13 @@ try:
     from jax._src.interpreters import mlir as mlir_module
 except ImportError:  # pragma: no cover
     mlir_module = None  # type: ignore[assignment]
+
+try:
+    from jax._src import tree_util
+    from jax._src.state import indexing as state_indexing
+except ImportError:  # pragma: no cover
+    tree_util = None  # type: ignore[assignment]
+    state_indexing = None  # type: ignore[assignment]
 
 # pallaslab's own frames are not the user's: keep them out of source locations.
 PACKAGE_DIR = str(Path(__file__).resolve().parents[3]) + "/"
@@ -59,6 +68,14 @@ FEATURES: dict[str, tuple[bool, str]] = {
             and mlir_module is not None
             and hasattr(pallas_call_module, "_pallas_call_lowering"),
             "jax._src.pallas.pallas_call._pallas_call_lowering not found",
+        ),
+        _feature(
+            "element-accesses",
+            state_indexing is not None
+            and hasattr(state_indexing, "NDIndexer")
+            and hasattr(state_indexing, "Slice")
+            and tree_util is not None,
+            "jax._src.state.indexing.NDIndexer / Slice not found",
         ),
         _feature(
             "record-kernels",

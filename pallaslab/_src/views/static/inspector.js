@@ -22,6 +22,20 @@ function renderHeader(header) {
 function render({ model, el }) {
   const root = h("div", { class: "pallaslab" });
   const state = {};
+  // Tabs ask Python for more data with ctx.request(body): a promise of the reply.
+  const pending = new Map();
+  let nextRequest = 1;
+  const onMessage = (msg) => {
+    if (!msg || msg.id === undefined || !pending.has(msg.id)) return;
+    pending.get(msg.id)(msg.reply);
+    pending.delete(msg.id);
+  };
+  model.on("msg:custom", onMessage);
+  const requester = (tab) => (body) => new Promise((resolve) => {
+    const id = nextRequest++;
+    pending.set(id, resolve);
+    model.send({ tab, id, body });
+  });
   const bar = h("div", { class: "pl-tabs", role: "tablist" });
   const pane = h("div", { class: "pl-body", role: "tabpanel" });
 
@@ -54,7 +68,7 @@ function render({ model, el }) {
     const renderer = TABS[id];
     if (!renderer) return pane.append(h("p", { text: "This tab needs a newer pallaslab front end." }));
     try {
-      renderer.render(pane, data, { model, state });
+      renderer.render(pane, data, { model, state, request: requester(id) });
     } catch (err) {
       pane.append(h("p", { class: "pl-problem", text: "Could not draw this tab: " + err }));
     }
@@ -67,6 +81,7 @@ function render({ model, el }) {
   draw();
   el.append(root);
   return () => {
+    model.off("msg:custom", onMessage);
     model.off("change:selected", draw);
     model.off("change:panes", drawPane);
     model.off("change:header", draw);

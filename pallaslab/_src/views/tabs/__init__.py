@@ -33,6 +33,8 @@ class Tab:
         eager: Whether the payload is built when the inspector opens; lazy tabs are
             built when first selected.
         order: Position among the tabs (lower first).
+        respond: Answers the tab's requests from the front end (`ctx.request(body)`
+            in JavaScript), for data too costly to send up front; None if it has none.
     """
 
     id: str
@@ -41,6 +43,7 @@ class Tab:
     static_html: Callable[[Inspection], str]
     eager: bool = True
     order: int = 50
+    respond: Callable[[Inspection, dict[str, Any]], Payload] | None = None
 
 
 @functools.cache

@@ -1,0 +1,230 @@
+"""Tile maps and element-level accesses of an inspection's kernels.
+
+The geometry is pure NumPy (`geometry/`); this module supplies what only the
+traced program knows: the scalar-prefetch values of the run, and each program's
+blocks of real data for interpreting the kernel body.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pallaslab._src.core import jax_adapter
+from pallaslab._src.core.inspection import Inspection, Program
+from pallaslab._src.geometry.accesses import BlockAccesses, RefInfo
+from pallaslab._src.geometry.tilemap import TileMap, schedule_of
+from pallaslab._src.records import Kernel
+
+# Past this much input data, blocks are filled with random values instead of
+# evaluating the program up to the kernel (which would allocate it all).
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
+def tile_map(
+    inspection: Inspection,
+    kernel: int | str = 0,
+    prefetch: Sequence[Any] | None = None,
+    schedule: str | None = None,
+) -> TileMap:
+    """The tile map of one of an inspection's kernels.
+
+    Scalar-prefetch values, when the index maps need them and none are given, are
+    those of the example arguments (seeded random arrays where only shapes were
+    given: the same `Inspection.run()` uses).
+    """
+    record = inspection.kernel(kernel)
+    if prefetch is None:
+        prefetch = _prefetch(inspection, record) if record.num_scalar_prefetch else ()
+    chosen = schedule or schedule_of(record, inspection.backend)
+    return TileMap(record, prefetch, chosen)
+
+
+def _site(inspection: Inspection, record: Kernel) -> jax_adapter.KernelSite | None:
+    program = inspection._program  # noqa: SLF001 - same package: absent for hand-made records
+    if program is None or record.index >= len(program.sites):
+        return None
+    return program.sites[record.index]
+
+
+def _leaves(program: Program) -> list[Any] | None:
+    """Concrete program arguments: the examples, with shapes turned into seeded data."""
+    from pallaslab._src.core import running  # noqa: PLC0415 - running imports this package
+
+    size = sum(
+        math.prod(np.shape(a)) * np.dtype(a.dtype).itemsize
+        for a in program.example_args
+        if hasattr(a, "dtype")
+    )
+    if size > MAX_INPUT_BYTES:
+        return None
+    return running.example_arrays(program.example_args)
+
+
+def _prefetch(inspection: Inspection, record: Kernel) -> tuple[np.ndarray, ...]:
+    site = _site(inspection, record)
+    if site is None or inspection._program is None:  # noqa: SLF001
+        return ()
+    leaves = _leaves(inspection._program)  # noqa: SLF001
+    if leaves is None:
+        return ()
+    return tuple(jax_adapter.prefetch_values(site, inspection._program, leaves))  # noqa: SLF001
+
+
+def block_accesses(
+    inspection: Inspection, kernel: int | str = 0, program: Sequence[int] | None = None
+) -> BlockAccesses:
+    """Every element-level load and store one program of a kernel makes.
+
+    The body is interpreted for that program on its blocks of the example inputs
+    (random data where the inputs are too large to evaluate, or unknown); outputs
+    and scratch start as NaN, as in Pallas' interpreter.
+
+    Args:
+        inspection: The inspection.
+        kernel: The kernel's index or name.
+        program: Grid indices of the program (default: the first).
+
+    Raises:
+        ValueError: For kernels the interpreter cannot run (mesh kernels).
+    """
+    record = inspection.kernel(kernel)
+    tiles = tile_map(inspection, record.index)
+    chosen = tiles.program_at(tiles.position(program) if program is not None else 0)
+    site = _site(inspection, record)
+    if site is None or record.kind != "pallas_call":
+        raise ValueError(
+            f"element-level accesses are recorded for pallas_call kernels; {record.name} is "
+            f"a {record.kind}"
+        )
+    if (notice := jax_adapter.feature_notice("element-accesses")) is not None:
+        raise ValueError(notice)
+    notices: list[str] = []
+    values = _operand_values(inspection, site, record, notices)
+    shapes = jax_adapter.body_ref_shapes(site)
+    buffers = [
+        _block(tiles, k, chosen, values[k], shape=shape, dtype=dtype)
+        for k, (shape, dtype) in enumerate(shapes)
+    ]
+    mapped = [a for a, _ in enumerate(record.grid) if a not in record.vmapped_dims]
+    recorded = jax_adapter.interpret_program(
+        site,
+        [chosen[a] for a in mapped],
+        [record.grid[a] for a in mapped],
+        buffers,
+    )
+    refs = [
+        RefInfo(
+            operand=k,
+            label=o.label,
+            role="prefetch" if o.scalar_prefetch else o.role,
+            shape=tuple(shapes[k][0]),
+            dtype=shapes[k][1],
+        )
+        for k, o in enumerate(record.operands)
+    ]
+    refs += [
+        RefInfo(-1, f"scoped[{k}]", "scoped", shape, dtype)
+        for k, (shape, dtype) in enumerate(recorded.scoped)
+    ]
+    if recorded.stopped:
+        notices.append(f"Interpretation {recorded.stopped}; accesses after it are not shown.")
+    return BlockAccesses(
+        kernel=record.name,
+        program=chosen,
+        refs=tuple(refs),
+        accesses=recorded.accesses,
+        notices=tuple(notices),
+        complete=not recorded.stopped,
+    )
+
+
+def _operand_values(
+    inspection: Inspection, site: jax_adapter.KernelSite, record: Kernel, notices: list[str]
+) -> list[np.ndarray | None]:
+    """Each operand's whole array, where known (inputs); None for outputs and scratch."""
+    found: list[np.ndarray | None] = [None] * len(record.operands)
+    program = inspection._program  # noqa: SLF001
+    leaves = _leaves(program) if program is not None else None
+    inputs = None
+    if program is not None and leaves is not None:
+        # Kernels before this one run too, in interpret mode on CPU.
+        jax_adapter.install_cpu_interpret()
+        with jax_adapter.auto_interpret():
+            inputs = jax_adapter.kernel_inputs(site, program, leaves)
+    if inputs is None:
+        notices.append(
+            "Block values are random (the kernel's real inputs could not be evaluated "
+            "here): accesses that depend on data may differ in a real run."
+        )
+        return found
+    offset = jax_adapter.site_prefetch_offset(site)
+    arrays = inputs[offset:]
+    for k, operand in enumerate(record.operands):
+        if operand.role == "in" and k < len(arrays):
+            found[k] = np.asarray(arrays[k])
+    for source, target in record.input_output_aliases:
+        position = int(source)  # counts scalar-prefetch operands, as pallas_call does
+        outputs = [k for k, o in enumerate(record.operands) if o.role == "out"]
+        if int(target) < len(outputs) and position < len(found):
+            found[outputs[int(target)]] = found[position]
+    return found
+
+
+def _block(
+    tiles: TileMap,
+    index: int,
+    program: tuple[int, ...],
+    whole: np.ndarray | None,
+    *,
+    shape: tuple[int, ...],
+    dtype: str,
+) -> np.ndarray:
+    """The block a body ref starts with: the program's window of `whole`, padded.
+
+    Padding (and outputs, scratch) read NaN for floats, as in Pallas' interpreter;
+    without real data, inputs get seeded random values.
+    """
+    kind = np.dtype(dtype)
+    fill = _fill(kind)
+    entry = tiles.operands[index]
+    if whole is None:
+        if entry.operand.role != "in":
+            return np.full(shape, fill, dtype=kind)
+        rng = np.random.default_rng(index)
+        if kind.kind in "iu":
+            return rng.integers(0, 4, shape).astype(kind)
+        if kind.kind == "b":
+            return rng.random(shape) < 0.5
+        return rng.standard_normal(shape).astype(kind)
+    if not entry.mapped or entry.access != "pipelined":
+        return np.asarray(whole, dtype=kind).reshape(shape)
+    spans = tiles.block(index, program)
+    window = np.full([hi - lo for lo, hi in spans], fill, dtype=kind)
+    source = []
+    target = []
+    for (lo, hi), n in zip(spans, whole.shape, strict=True):
+        a, b = max(lo, 0), min(hi, n)
+        source.append(slice(a, max(a, b)))
+        target.append(slice(a - lo, a - lo + max(b - a, 0)))
+    window[tuple(target)] = whole[tuple(source)]
+    squeezed = [d for d, k in enumerate(entry.operand.block_kinds) if k == "squeezed"]
+    block = window.reshape([n for d, n in enumerate(window.shape) if d not in squeezed])
+    if block.shape != shape:  # a bounded slice shorter than its block: pad to the ref
+        padded = np.full(shape, fill, dtype=kind)
+        padded[tuple(slice(0, min(a, b)) for a, b in zip(block.shape, shape, strict=True))] = block[
+            tuple(slice(0, min(a, b)) for a, b in zip(block.shape, shape, strict=True))
+        ]
+        block = padded
+    return block
+
+
+def _fill(dtype: np.dtype[Any]) -> Any:
+    if dtype.kind == "f" or "float" in dtype.name:
+        return np.asarray(np.nan).astype(dtype)
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    return 0

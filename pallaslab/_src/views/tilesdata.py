@@ -1,0 +1,401 @@
+"""The Tiles tab's data: tile maps aggregated in Python, sent as compact arrays.
+
+Nothing here is per element or per program unless it must be: block positions are
+sent per grid axis they depend on (`OperandTiles` keeps them compact), read counts
+per compressed cell (`Coverage`), as base64 typed arrays of the narrowest integer
+type. A 16384 x 16384 operand in 64 x 64 blocks takes a few hundred KiB.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pallaslab._src.geometry import merit
+from pallaslab._src.geometry.accesses import AccessMap, BlockAccesses
+from pallaslab._src.geometry.tilemap import SCHEDULES, Coverage, OperandTiles, TileMap, shown_dims
+from pallaslab._src.records import short_dtype
+from pallaslab._src.views import fmt
+
+if TYPE_CHECKING:
+    from pallaslab._src.core.inspection import Inspection
+
+# Cells of one operand's coverage sent at most; beyond, neighbouring cells merge
+# (keeping their largest count), which only coarsens the picture.
+MAX_CELLS = 1 << 18
+# Elements of one buffer's access map sent at most (pooled beyond, by max).
+MAX_ACCESS_ELEMENTS = 1 << 18
+# Grids up to this many programs get a table of cells; larger ones a canvas.
+MAX_TABLE_PROGRAMS = 1024
+DEFAULT_CHIPS = {"tpu": "v5e", "gpu": "H100"}
+
+_DTYPES: tuple[tuple[str, Any], ...] = (
+    ("u8", np.uint8),
+    ("u16", np.uint16),
+    ("i16", np.int16),
+    ("u32", np.uint32),
+    ("i32", np.int32),
+)
+
+
+def encode(values: Any) -> dict[str, Any]:
+    """An integer array as {dtype, shape, data}: little-endian base64, narrowest type."""
+    array = np.asarray(values)
+    low = int(array.min()) if array.size else 0
+    high = int(array.max()) if array.size else 0
+    name, kind = "f64", np.float64  # beyond int32: exact up to 2**53
+    for candidate, candidate_kind in _DTYPES:
+        info = np.iinfo(candidate_kind)
+        if info.min <= low and high <= info.max:
+            name, kind = candidate, candidate_kind
+            break
+    data = np.ascontiguousarray(array, dtype=np.dtype(kind).newbyteorder("<"))
+    return {
+        "dtype": name,
+        "shape": [int(n) for n in array.shape],
+        "data": base64.b64encode(data.tobytes()).decode("ascii"),
+    }
+
+
+def decode(encoded: dict[str, Any]) -> np.ndarray:
+    """The inverse of `encode` (for tests and tools)."""
+    kinds = dict(_DTYPES) | {"f64": np.float64}
+    kind = np.dtype(kinds[encoded["dtype"]]).newbyteorder("<")
+    raw = base64.b64decode(encoded["data"])
+    return np.frombuffer(raw, dtype=kind).reshape(encoded["shape"])
+
+
+def merge_cells(
+    edges: np.ndarray, counts: np.ndarray, axis: int, limit: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """At most `limit` cells along `axis`: neighbours merged, keeping the max count."""
+    cells = len(edges) - 1
+    if cells <= limit:
+        return edges, counts
+    group = math.ceil(cells / limit)
+    starts = np.arange(0, cells, group)
+    merged = np.maximum.reduceat(counts, starts, axis=axis)
+    return np.append(edges[starts], edges[-1]), merged
+
+
+def coverage_json(coverage: Coverage, rows: int | None, cols: int | None) -> dict[str, Any]:
+    """Edges and counts, merging cells along the drawn dimensions if there are too many."""
+    edges = list(coverage.edges)
+    counts = coverage.counts
+    drawn = [d for d in (rows, cols) if d is not None]
+    while counts.size > MAX_CELLS and drawn:
+        widest = max(drawn, key=lambda d: len(edges[d]))
+        limit = max(1, (len(edges[widest]) - 1) // 2)
+        edges[widest], counts = merge_cells(edges[widest], counts, widest, limit)
+        if len(edges[widest]) - 1 <= 1:
+            drawn.remove(widest)
+    return {
+        "edges": [encode(e) for e in edges],
+        "counts": encode(counts),
+        "merged": counts.shape != coverage.counts.shape,
+        "min": coverage.min,
+        "max": coverage.max,
+        "mean": round(coverage.mean, 4),
+        "never": coverage.elements_with(0),
+    }
+
+
+def _view_bounds(entry: OperandTiles, dim: int | None) -> list[int]:
+    """The span a picture must show along `dim`: the array and any overhang."""
+    if dim is None:
+        return [0, 1]
+    n = entry.operand.shape[dim]
+    start, extent = entry.starts[dim], entry.extents[dim]
+    low = min(0, int(start.min()))
+    high = max(n, int((start + extent).max()))
+    # Blocks far outside the array are reported, not drawn.
+    return [max(low, -n), min(high, 2 * n)]
+
+
+def operand_json(tiles: TileMap, index: int) -> dict[str, Any]:
+    """One operand: what it is, where its blocks lie per program, how often it is read."""
+    entry = tiles.operands[index]
+    operand = entry.operand
+    rows, cols, sliced = shown_dims(operand)
+    role = "prefetch" if operand.scalar_prefetch else operand.role
+    data: dict[str, Any] = {
+        "index": index,
+        "label": operand.label,
+        "role": role,
+        "access": entry.access,
+        "reason": entry.reason,
+        "shape": list(operand.shape),
+        "type": fmt.array_type(operand.dtype, operand.shape),
+        "block": fmt.operand_block(operand),
+        "blockShape": list(operand.block_shape),
+        "kinds": list(operand.block_kinds),
+        "indexMap": operand.index_map.text if operand.index_map else "",
+        "memory": operand.memory_space,
+        "dims": {"rows": rows, "cols": cols, "sliced": list(sliced)},
+        "mapped": entry.mapped and bool(operand.shape),
+    }
+    if not data["mapped"]:
+        return data
+    coverage = tiles.coverage(index)
+    data.update(
+        starts=[encode(s) for s in entry.starts],
+        extents=[encode(e) for e in entry.extents],
+        coverage=coverage_json(coverage, rows, cols),
+        bounds={"rows": _view_bounds(entry, rows), "cols": _view_bounds(entry, cols)},
+        revisitAxes=list(tiles.revisit_axes(index)),
+    )
+    return data
+
+
+def _merit_json(figures: merit.KernelMerit) -> dict[str, Any]:
+    return {
+        "operands": [
+            {
+                "index": o.index,
+                "label": o.label,
+                "role": o.role,
+                "access": o.access,
+                "reads": [o.reads_min, round(o.reads_mean, 3), o.reads_max],
+                "transfers": o.transfers,
+                "bytes": o.hbm_bytes,
+                "bytesText": fmt.nbytes(o.hbm_bytes),
+                "minBytesText": fmt.nbytes(o.min_bytes),
+                "ratio": round(o.traffic_ratio, 3),
+                "blockText": fmt.nbytes(o.block_bytes),
+                "buffers": o.buffers,
+            }
+            for o in figures.operands
+        ],
+        "bytes": figures.hbm_bytes,
+        "bytesText": fmt.nbytes(figures.hbm_bytes),
+        "minBytesText": fmt.nbytes(figures.min_hbm_bytes),
+        "ratio": round(figures.traffic_ratio, 3),
+        "workingSet": figures.working_set_bytes,
+        "workingSetText": fmt.nbytes(figures.working_set_bytes),
+        "smemText": fmt.nbytes(figures.smem_bytes),
+        "flops": figures.flops,
+        "flopsText": _si(figures.flops, "FLOP") if figures.flops is not None else "unknown",
+        "flopsSource": figures.flops_source,
+        "flopsExact": figures.flops_exact,
+        "intensity": (
+            round(figures.arithmetic_intensity, 3)
+            if figures.arithmetic_intensity is not None
+            else None
+        ),
+        "computeDtype": figures.compute_dtype,
+    }
+
+
+def _fit_json(fit: merit.ChipFit, working_set: int) -> dict[str, Any]:
+    return {
+        "chip": fit.chip,
+        "capacity": fit.capacity_bytes,
+        "capacityText": fmt.nbytes(fit.capacity_bytes),
+        "capacityName": fit.capacity_name,
+        "fits": fit.fits,
+        "share": working_set / fit.capacity_bytes if fit.capacity_bytes else None,
+        "peakText": _si(fit.peak_flops, "FLOP/s"),
+        "peakName": fit.peak_name,
+        "bandwidthText": _si(fit.bandwidth, "B/s"),
+        "ridge": round(fit.ridge, 2),
+        "intensity": round(fit.intensity, 3) if fit.intensity is not None else None,
+        "bound": fit.bound,
+        "attainableText": (
+            _si(fit.attainable_flops, "FLOP/s") if fit.attainable_flops is not None else ""
+        ),
+        "secondsText": duration(fit.seconds),
+        "notes": list(fit.notes),
+    }
+
+
+def duration(seconds: float) -> str:
+    """A short time, down to nanoseconds: `15 ns`, `3.2 us`, `1.50 ms`."""
+    if seconds < 1e-6:
+        return f"{seconds * 1e9:.3g} ns"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} us"
+    return fmt.seconds(seconds)
+
+
+def _si(value: float, unit: str) -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def axis_names(tiles: TileMap) -> list[str]:
+    """Names of the grid axes: given ones, else the index maps' parameter names."""
+    kernel = tiles.kernel
+    if kernel.grid_names:
+        return list(kernel.grid_names)
+    rank = len(tiles.grid)
+    for operand in kernel.operands:
+        index_map = operand.index_map
+        if index_map is not None and index_map.num_grid_args == rank:
+            names = list(index_map.arg_names[:rank])
+            if all(names) and len(set(names)) == rank:
+                return names
+    return ["ijklmn"[a] if a < 6 else f"g{a}" for a in range(rank)]
+
+
+def order_text(tiles: TileMap, schedule: str) -> str:
+    """How the backend orders the programs, in one or two sentences."""
+    names = axis_names(tiles)
+    if schedule == "gpu":
+        return (
+            "GPU: all programs run at once, in an unspecified order (one per thread "
+            "block). The play button steps through them in row-major order only to show "
+            "each one; a program must not depend on another's blocks."
+        )
+    text = (
+        "TPU: programs run one after another in row-major order (the last grid axis "
+        "changes fastest); a block is copied only when it differs from the previous "
+        "program's."
+    )
+    semantics = tiles.kernel.dimension_semantics
+    if semantics:
+        parallel = [n for n, s in zip(names, semantics, strict=False) if s == "parallel"]
+        arbitrary = [n for n, s in zip(names, semantics, strict=False) if s != "parallel"]
+        if parallel:
+            text += (
+                f" Parallel axes ({', '.join(parallel)}) may be split between TensorCores "
+                "on chips with two."
+            )
+        if arbitrary:
+            text += f" Arbitrary axes ({', '.join(arbitrary)}) run in order on one core."
+    return text
+
+
+def kernel_json(tiles: TileMap) -> dict[str, Any]:
+    """One kernel's tile map, figures of merit and the chips to compare them with."""
+    kernel = tiles.kernel
+    names = axis_names(tiles)
+    figures = {s: merit.kernel_merit(tiles, s) for s in SCHEDULES}
+    fits = {
+        s: [
+            _fit_json(merit.on_chip(figures[s], chip), figures[s].working_set_bytes)
+            for chip in merit.chips(s)
+        ]
+        for s in SCHEDULES
+    }
+    return {
+        "index": kernel.index,
+        "name": kernel.name,
+        "grid": list(tiles.grid),
+        "axisNames": names,
+        "programs": tiles.num_programs,
+        "table": tiles.num_programs <= MAX_TABLE_PROGRAMS,
+        "schedule": tiles.schedule,
+        "semantics": list(kernel.dimension_semantics) if kernel.dimension_semantics else None,
+        "order": {s: order_text(tiles, s) for s in SCHEDULES},
+        "operands": [operand_json(tiles, k) for k in range(len(tiles.operands))],
+        "merit": {s: _merit_json(figures[s]) for s in SCHEDULES},
+        "fits": fits,
+        "defaultChip": DEFAULT_CHIPS,
+        "notices": tiles.notices(),
+        "dtypes": sorted({short_dtype(o.dtype) for o in kernel.operands}),
+    }
+
+
+def payload(inspection: Inspection) -> dict[str, Any]:
+    """The Tiles tab's data: one entry per kernel (or why it has no tile map)."""
+    kernels = []
+    for kernel in inspection.kernels:
+        try:
+            kernels.append(kernel_json(inspection.tiles(kernel.index)))
+        except (ValueError, IndexError) as error:
+            kernels.append({"index": kernel.index, "name": kernel.name, "error": str(error)})
+    return {"kernels": kernels}
+
+
+# ---------------------------------------------------------------------------------
+# Element-level accesses, sent on request for one program.
+
+
+def _pool(values: np.ndarray, factors: Sequence[int]) -> np.ndarray:
+    out = values
+    for axis, factor in enumerate(factors):
+        if factor > 1:
+            out = np.maximum.reduceat(out, np.arange(0, out.shape[axis], factor), axis=axis)
+    return out
+
+
+def _as_rows(values: np.ndarray) -> np.ndarray:
+    """A buffer drawn as rows x columns: leading dimensions stacked as rows."""
+    if values.ndim == 0:
+        return values.reshape(1, 1)
+    if values.ndim == 1:
+        return values.reshape(1, -1)
+    return values.reshape(-1, values.shape[-1])
+
+
+def access_map_json(access_map: AccessMap) -> dict[str, Any]:
+    """One buffer's per-element reads, writes and masked lanes, ready to draw."""
+    arrays = [_as_rows(a) for a in (access_map.reads, access_map.writes, access_map.masked)]
+    inside = _as_rows(access_map.inside.astype(np.int64))
+    rows, cols = arrays[0].shape
+    factors = [1, 1]
+    while math.ceil(rows / factors[0]) * math.ceil(cols / factors[1]) > MAX_ACCESS_ELEMENTS:
+        axis = 0 if math.ceil(rows / factors[0]) >= math.ceil(cols / factors[1]) else 1
+        factors[axis] *= 2
+    pooled = [_pool(a, factors) for a in (*arrays, inside)]
+    ref = access_map.ref
+    return {
+        "label": ref.label,
+        "role": ref.role,
+        "operand": ref.operand,
+        "shape": list(ref.shape),
+        "type": fmt.array_type(ref.dtype, ref.shape) if ref.dtype else str(list(ref.shape)),
+        "origin": list(access_map.origin),
+        "box": list(access_map.reads.shape),
+        "pool": factors,
+        "reads": encode(pooled[0]),
+        "writes": encode(pooled[1]),
+        "masked": encode(pooled[2]),
+        "inside": encode(pooled[3]),
+        "summary": {
+            "accesses": access_map.accesses,
+            "untouched": access_map.untouched,
+            "readTwice": access_map.read_twice,
+            "writtenTwice": access_map.written_twice,
+            "maskedLanes": access_map.masked_lanes,
+            "outsideLanes": access_map.outside_lanes,
+            "elements": math.prod(ref.shape),
+        },
+    }
+
+
+def accesses_json(block: BlockAccesses) -> dict[str, Any]:
+    """Every buffer's access map and the list of loads and stores, for one program."""
+    refs = [access_map_json(block.map(k)) for k in range(len(block.refs))]
+    accesses = []
+    for access in block.accesses:
+        shape = block.refs[access.ref].shape
+        outside = access.outside(shape) & access.mask
+        bbox = [[int(c.min()), int(c.max()) + 1] if c.size else [0, 0] for c in access.coords]
+        accesses.append(
+            {
+                "kind": access.kind,
+                "ref": access.ref,
+                "primitive": access.primitive,
+                "line": access.line,
+                "file": access.file.rsplit("/", 1)[-1],
+                "lanes": access.lanes,
+                "masked": access.masked,
+                "outside": int(np.count_nonzero(outside)),
+                "bbox": bbox,
+            }
+        )
+    return {
+        "kernel": block.kernel,
+        "program": list(block.program),
+        "refs": refs,
+        "accesses": accesses,
+        "notices": list(block.notices),
+        "complete": block.complete,
+    }
