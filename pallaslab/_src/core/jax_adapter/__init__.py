@@ -8,7 +8,8 @@ that needs it degrades with a clear notice (`feature_notice`), and
 
 Modules: `probes` (guarded imports), `kernels` (finding kernels, records, jaxpr text),
 `indexmaps` (index maps to NumPy expressions), `execution` (interpret mode on CPU,
-recording kernels as they are bound, prefetch values), `errors` (context for messages).
+recording kernels as they are bound, prefetch values), `errors` (context for messages),
+`outputs` (which kernel writes each program output), `gpu_timing` (kernel times on GPU).
 """
 
 from pallaslab._src.core.jax_adapter.errors import KernelCallContext as KernelCallContext
@@ -23,6 +24,8 @@ from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetc
 from pallaslab._src.core.jax_adapter.execution import recording_kernels as recording_kernels
 from pallaslab._src.core.jax_adapter.execution import same_kernel as same_kernel
 from pallaslab._src.core.jax_adapter.execution import site_function as site_function
+from pallaslab._src.core.jax_adapter.gpu_timing import kernel_timer_notice as kernel_timer_notice
+from pallaslab._src.core.jax_adapter.gpu_timing import kernel_times as kernel_times
 from pallaslab._src.core.jax_adapter.indexmaps import (
     index_map_from_jaxpr as index_map_from_jaxpr,
 )
@@ -30,4 +33,5 @@ from pallaslab._src.core.jax_adapter.kernels import KernelSite as KernelSite
 from pallaslab._src.core.jax_adapter.kernels import find_kernel_sites as find_kernel_sites
 from pallaslab._src.core.jax_adapter.kernels import jaxpr_text as jaxpr_text
 from pallaslab._src.core.jax_adapter.kernels import kernel_from_site as kernel_from_site
+from pallaslab._src.core.jax_adapter.outputs import output_writers as output_writers
 from pallaslab._src.core.jax_adapter.probes import feature_notice as feature_notice
