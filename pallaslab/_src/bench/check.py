@@ -53,6 +53,7 @@ class CheckPoint:
         comparison: How the outputs compare, with mismatches per output block.
         result: The kernel's run (outputs, backend, mode).
         error: Why the point could not be checked ("" when it was).
+        program: The name of the program traced for this point.
     """
 
     label: str
@@ -62,6 +63,7 @@ class CheckPoint:
     comparison: Comparison | None
     result: RunResult | None = None
     error: str = ""
+    program: str = ""
 
     @property
     def ok(self) -> bool:
@@ -381,18 +383,15 @@ def check(
             "a reference given as a value fits one set of inputs; pass a callable to "
             "check several sizes or dtypes"
         )
-    names: list[str] = []
-
-    def trace(point_args: tuple[Any, ...], point_kwargs: dict[str, Any]) -> Program:
-        program = tracing.trace_program(fn, point_args, point_kwargs)
-        names.append(Inspection.from_program(program).name)
-        return program
-
     checked = [
-        _check_point(label, size, dtype, trace, a, k, ref, seed, rtol, atol)
-        for label, size, dtype, a, k in points
+        _check_point(
+            label, size, dtype, lambda a, k: tracing.trace_program(fn, a, k), args_, kwargs_,
+            ref, seed, rtol, atol,
+        )
+        for label, size, dtype, args_, kwargs_ in points
     ]
-    return CheckResult(name=names[0] if names else name_of(fn), points=tuple(checked), seed=seed)
+    named = next((p.program for p in checked if p.program), name_of(fn))
+    return CheckResult(name=named, points=tuple(checked), seed=seed)
 
 
 def check_inspection(
@@ -522,7 +521,7 @@ def _check_point(
     comparison = compare_located(
         result.values, expected, inspection, leaves=leaves, rtol=rtol, atol=atol
     )
-    return CheckPoint(label, size, dtype, specs, comparison, result)
+    return CheckPoint(label, size, dtype, specs, comparison, result, program=inspection.name)
 
 
 def one_line(error: BaseException) -> str:
