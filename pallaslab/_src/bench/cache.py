@@ -49,7 +49,9 @@ class TuneCache:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        if not isinstance(data, dict) or data.get("key") != json.loads(json.dumps(self.key, default=repr)):
+        if not isinstance(data, dict) or data.get("key") != json.loads(
+            json.dumps(self.key, default=repr)
+        ):
             return {}
         entries = data.get("configs")
         return entries if isinstance(entries, dict) else {}

@@ -237,13 +237,19 @@ def compare_located(
     for k, (out, want) in enumerate(zip(outputs, references, strict=True)):
         default_rtol, default_atol = tolerance_for(str(out.dtype))
         errors = tiles.element_errors(
-            out, want, default_rtol if rtol is None else rtol, default_atol if atol is None else atol
+            out,
+            want,
+            default_rtol if rtol is None else rtol,
+            default_atol if atol is None else atol,
         )
         mismatched += int(errors.bad.sum())
         max_abs, max_rel = max(max_abs, errors.max_abs_err), max(max_rel, errors.max_rel_err)
         rtol_used, atol_used = max(rtol_used, errors.rtol), max(atol_used, errors.atol)
-        located.append(_locate(errors, paths[k] if k < len(paths) else f"[{k}]",
-                               writers[k], inspection, leaves))
+        located.append(
+            _locate(
+                errors, paths[k] if k < len(paths) else f"[{k}]", writers[k], inspection, leaves
+            )
+        )
     return Comparison(
         ok=mismatched == 0,
         max_abs_err=max_abs,
@@ -255,8 +261,15 @@ def compare_located(
     )
 
 
+def _program_of(inspection: Inspection) -> Program | None:
+    try:
+        return inspection.program
+    except ValueError:
+        return None
+
+
 def _writers(inspection: Inspection, count: int) -> list[tuple[int, int] | None]:
-    program = inspection._program
+    program = _program_of(inspection)
     if program is None or program.closed_jaxpr is None:
         return [None] * count
     try:
@@ -314,7 +327,7 @@ def _locate(
 
 
 def _prefetch(inspection: Inspection, kernel_index: int, leaves: Sequence[Any]) -> tuple[Any, ...]:
-    program = inspection._program
+    program = _program_of(inspection)
     if program is None or not leaves or not inspection.kernels[kernel_index].num_scalar_prefetch:
         return ()
     try:
@@ -336,7 +349,8 @@ def with_located_mismatches(inspection: Inspection) -> Inspection:
         return inspection
     if not result.expected or len(result.expected) != len(result.values):
         return inspection
-    leaves = tuple(inspection._program.example_args) if inspection._program else ()
+    program = _program_of(inspection)
+    leaves = tuple(program.example_args) if program is not None else ()
     comparison = compare_located(result.values, list(result.expected), inspection, leaves=leaves)
     return inspection.with_result(dataclasses.replace(result, comparison=comparison))
 
@@ -385,10 +399,14 @@ def check(
         )
     checked = [
         _check_point(
-            label, size, dtype, lambda a, k: tracing.trace_program(fn, a, k), args_, kwargs_,
-            ref, seed, rtol, atol,
+            point,
+            lambda a, k: tracing.trace_program(fn, a, k),
+            ref=ref,
+            seed=seed,
+            rtol=rtol,
+            atol=atol,
         )
-        for label, size, dtype, args_, kwargs_ in points
+        for point in points
     ]
     named = next((p.program for p in checked if p.program), name_of(fn))
     return CheckResult(name=named, points=tuple(checked), seed=seed)
@@ -436,10 +454,20 @@ def check_inspection(
         return dataclasses.replace(traced, name=program.name, split=split, rebuild=program.rebuild)
 
     checked = [
-        _check_point(label, size, dtype, trace, a, k, ref, seed, rtol, atol)
-        for label, size, dtype, a, k in points
+        _check_point(point, trace, ref=ref, seed=seed, rtol=rtol, atol=atol) for point in points
     ]
     return CheckResult(name=inspection.name, points=tuple(checked), seed=seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+    """One set of inputs to check: its label, size, dtype and arguments."""
+
+    label: str
+    size: Any
+    dtype: str | None
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
 
 
 def _input_points(
@@ -448,27 +476,28 @@ def _input_points(
     make_args: Callable[[Any], Any] | None,
     sizes: Sequence[Any] | None,
     dtypes: Sequence[Any] | None,
-) -> list[tuple[str, Any, str | None, tuple[Any, ...], dict[str, Any]]]:
+) -> list[_Inputs]:
     if (make_args is None) != (sizes is None):
         raise ValueError("pass make_args and sizes together: make_args(size) gives the inputs")
-    base: list[tuple[str, Any, tuple[Any, ...], dict[str, Any]]]
+    base: list[_Inputs]
     if make_args is not None and sizes is not None:
         base = []
         for size in sizes:
             made = make_args(size)
             call_args = tuple(made) if isinstance(made, tuple | list) else (made,)
-            base.append((f"size={size}", size, call_args, dict(kwargs)))
+            base.append(_Inputs(f"size={size}", size, None, call_args, dict(kwargs)))
     else:
-        base = [("the given inputs" if args or kwargs else "no inputs", None, args, kwargs)]
+        label = "the given inputs" if args or kwargs else "no inputs"
+        base = [_Inputs(label, None, None, args, kwargs)]
     if not dtypes:
-        return [(label, size, None, a, k) for label, size, a, k in base]
+        return base
     points = []
-    for label, size, a, k in base:
+    for point in base:
         for dtype in dtypes:
             name = np.dtype(dtype).name
-            cast_args, cast_kwargs = _cast_floating((a, k), dtype)
-            where = name if size is None else f"{label} · {name}"
-            points.append((where, size, name, tuple(cast_args), dict(cast_kwargs)))
+            cast_args, cast_kwargs = _cast_floating((point.args, point.kwargs), dtype)
+            where = name if point.size is None else f"{point.label} · {name}"
+            points.append(_Inputs(where, point.size, name, tuple(cast_args), dict(cast_kwargs)))
     return points
 
 
@@ -491,18 +520,16 @@ def materialize(tree: Any, seed: int) -> Any:
 
 
 def _check_point(
-    label: str,
-    size: Any,
-    dtype: str | None,
+    point: _Inputs,
     trace: Callable[[tuple[Any, ...], dict[str, Any]], Program],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
+    *,
     ref: Any,
     seed: int,
     rtol: float | None,
     atol: float | None,
 ) -> CheckPoint:
-    call_args, call_kwargs = materialize((args, kwargs), seed)
+    call_args, call_kwargs = materialize((point.args, point.kwargs), seed)
+    label, size, dtype = point.label, point.size, point.dtype
     specs: tuple[ArraySpec, ...] = ()
     try:
         program = trace(call_args, call_kwargs)
@@ -515,7 +542,13 @@ def _check_point(
         expected = ref(*call_args, **call_kwargs) if callable(ref) else ref
     except Exception as error:
         return CheckPoint(
-            label, size, dtype, specs, None, result, error=f"the reference failed: {one_line(error)}"
+            label,
+            size,
+            dtype,
+            specs,
+            None,
+            result,
+            error="the reference failed: " + one_line(error),
         )
     leaves = program.dynamic_leaves(call_args, call_kwargs) if program.split else ()
     comparison = compare_located(

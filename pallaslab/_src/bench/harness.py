@@ -195,10 +195,9 @@ def prepare(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any])
         has_kernels = bool(jax_adapter.find_kernel_sites(traced.jaxpr))
         compiled = traced.lower().compile()
     compile_ms = (time.perf_counter() - started) * 1e3
+    mode = "interpret" if backend == "cpu" else "compiled"
     if not has_kernels:
         mode = "xla"
-    else:
-        mode = "interpret" if backend == "cpu" else "compiled"
     return Prepared(
         run=lambda: compiled(*device_leaves),
         compile_ms=compile_ms,
@@ -237,7 +236,11 @@ def measure_prepared(
         warm += 1
 
     on_gpu = prepared.backend == "gpu"
-    flush = _l2_flush(settings, notices) if (settings.l2_flush or (settings.l2_flush is None and on_gpu)) else None
+    flush = (
+        _l2_flush(settings, notices)
+        if (settings.l2_flush or (settings.l2_flush is None and on_gpu))
+        else None
+    )
     samples: list[float] = []
     loop_started = time.perf_counter()
     while len(samples) < settings.max_reps:

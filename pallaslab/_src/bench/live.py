@@ -133,8 +133,11 @@ def register(
 
 
 def default_observer() -> Observer:
-    """The registered observer for this environment, else a terminal progress line
-    when stderr is a terminal, else nothing."""
+    """The observer that fits the environment.
+
+    The registered one (a live plot in Jupyter), else a progress line when stderr
+    is a terminal, else nothing.
+    """
     if _observer_factory is not None:
         found = _observer_factory()
         if found is not None:
@@ -143,8 +146,11 @@ def default_observer() -> Observer:
 
 
 def resolve(live: bool | Observer | None) -> Observer:
-    """`live=None`: the default; `True`: the default, never silent; `False`: nothing;
-    an observer: that one."""
+    """The observer a `live=` argument asks for.
+
+    None: the default; True: the default, never silent; False: nothing; an
+    observer: that one.
+    """
     if live is None:
         return default_observer()
     if live is True:

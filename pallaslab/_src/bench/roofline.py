@@ -190,9 +190,7 @@ def attainable(intensity: float, peak_flops: float, bandwidth: float) -> float:
     return min(peak_flops, intensity * bandwidth)
 
 
-def pct_of_peak(
-    work: Work, seconds: float, peak_flops: float, bandwidth: float
-) -> float:
+def pct_of_peak(work: Work, seconds: float, peak_flops: float, bandwidth: float) -> float:
     """How close a timing is to the roof at its intensity, in percent (NaN if unknown).
 
     That is achieved FLOP/s over min(peak, intensity x bandwidth), which equals the

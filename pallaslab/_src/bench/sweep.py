@@ -101,13 +101,13 @@ class Row:
     def from_json(cls, data: dict[str, Any]) -> Row:
         """Reads back `to_json`'s output (None becomes NaN again)."""
         fields = {f.name: f for f in dataclasses.fields(cls)}
-        values = {}
+        values: dict[str, Any] = {}
         for key, value in data.items():
             if key not in fields:
                 continue
-            if value is None and fields[key].default is math.nan:
-                value = math.nan
-            values[key] = value
+            default = fields[key].default
+            nan_default = isinstance(default, float) and math.isnan(default)
+            values[key] = math.nan if value is None and nan_default else value
         return cls(**values)
 
 
@@ -120,6 +120,7 @@ def measured_row(
     point: str,
     timing: harness.Timing,
     work: roofline.Work,
+    *,
     peaks: tuple[float, float],
     **fields: Any,
 ) -> Row:
@@ -204,7 +205,9 @@ def bench(
     points = []
     for size in sizes:
         made = make_args(size)
-        points.append(Point(str(size), size, tuple(made) if isinstance(made, tuple | list) else (made,)))
+        points.append(
+            Point(str(size), size, tuple(made) if isinstance(made, tuple | list) else (made,))
+        )
     return bench_points(
         fn,
         points,
@@ -235,10 +238,13 @@ def bench_points(
     title: str = "",
 ) -> pd.DataFrame:
     """`bench` over explicit points (the magic's `--bench` uses the cell's inputs)."""
-    observer = _resolve_live(live)
+    observer = resolve_live(live)
     impls = [XLA, PALLAS] if ref is not None else [PALLAS]
     dtype = _dtype_of(points[0].args) if points else "float32"
-    context = sweep_context(chip, title, "sweep", len(points) * len(impls), "size", dtype)
+    context = sweep_context(
+        chip, title, kind="sweep", total=len(points) * len(impls), x_label="size", dtype=dtype
+    )
+    shared = _Sweep(fn, ref, context, flops, bytes_accessed, check, settings, seed)
     rows: list[Row] = []
     state, message = "finished", ""
 
@@ -249,7 +255,7 @@ def bench_points(
     observer.begin(context.plan)
     try:
         for point in points:
-            _measure_point(fn, ref, point, context, flops, bytes_accessed, check, settings, seed, emit)
+            _measure_point(shared, point, emit)
     except KeyboardInterrupt:
         state, message = "interrupted", f"kept the {len(rows)} measurement(s) made so far"
     except Exception as error:
@@ -275,7 +281,7 @@ class SweepContext:
 
 
 def sweep_context(
-    chip: str | None, title: str, kind: str, total: int, x_label: str, dtype: str = "float32"
+    chip: str | None, title: str, *, kind: str, total: int, x_label: str, dtype: str = "float32"
 ) -> SweepContext:
     """The plan of a sweep: backend, device, the chip's roof for `dtype`, the CPU label."""
     backend = jax.default_backend()
@@ -294,32 +300,52 @@ def sweep_context(
         peak_flops=peak_flops,
         peak_bandwidth=found.bandwidth if found else 0.0,
         peak_label=(
-            f"{peak_label}, {found.bandwidth / 1e12:.3g} TB/s ({found.spec.source})" if found else ""
+            f"{peak_label}, {found.bandwidth / 1e12:.3g} TB/s ({found.spec.source})"
+            if found
+            else ""
         ),
     )
     return SweepContext(plan, found)
 
 
-def _measure_point(
-    fn: Callable[..., Any],
-    ref: Callable[..., Any] | None,
-    point: Point,
-    context: SweepContext,
-    flops: float | Callable[[Any], float] | None,
-    bytes_accessed: float | Callable[[Any], float] | None,
-    check: bool,
-    settings: harness.TimerSettings | None,
-    seed: int,
-    emit: Callable[[Row], None],
-) -> None:
-    args, kwargs = checking.materialize((point.args, point.kwargs), seed)
-    x = float(point.size) if isinstance(point.size, int | float) and not isinstance(point.size, bool) else None
+@dataclasses.dataclass(frozen=True)
+class _Sweep:
+    """What every point of one sweep shares."""
+
+    fn: Callable[..., Any]
+    ref: Callable[..., Any] | None
+    context: SweepContext
+    flops: float | Callable[[Any], float] | None
+    bytes_accessed: float | Callable[[Any], float] | None
+    check: bool
+    settings: harness.TimerSettings | None
+    seed: int
+
+
+def _measure_point(sweep: _Sweep, point: Point, emit: Callable[[Row], None]) -> None:
+    """Times the baseline, then the kernel (checked against it), at one point."""
+    fn, ref, context, settings = sweep.fn, sweep.ref, sweep.context, sweep.settings
+    flops, bytes_accessed = sweep.flops, sweep.bytes_accessed
+    args, kwargs = checking.materialize((point.args, point.kwargs), sweep.seed)
+    x = (
+        float(point.size)
+        if isinstance(point.size, int | float) and not isinstance(point.size, bool)
+        else None
+    )
     base = {"size": point.size, "x": x}
     try:
         program = tracing.trace_program(fn, args, kwargs)
         inspection = Inspection.from_program(program)
     except Exception as error:
-        emit(Row(PALLAS, point.label, status="failed to trace", error=checking.one_line(error), **base))
+        emit(
+            Row(
+                PALLAS,
+                point.label,
+                status="failed to trace",
+                error=checking.one_line(error),
+                **base,
+            )
+        )
         return
     work = roofline.program_work(
         inspection.kernels,
@@ -327,14 +353,18 @@ def _measure_point(
         program.outputs,
         flops=flops(point.size) if callable(flops) else flops,
         bytes_accessed=bytes_accessed(point.size) if callable(bytes_accessed) else bytes_accessed,
-        xla_cost=(lambda: roofline.xla_cost_analysis(ref, [*args])) if ref is not None and not kwargs else None,
+        xla_cost=(lambda: roofline.xla_cost_analysis(ref, [*args]))
+        if ref is not None and not kwargs
+        else None,
     )
     peaks = context.peaks(work.dtype)
     expected: Any = None
     if ref is not None:
         try:
-            timing, expected = harness.measure_prepared(harness.prepare(ref, args, kwargs), settings)
-            emit(measured_row(XLA, point.label, timing, work, peaks, **base))
+            timing, expected = harness.measure_prepared(
+                harness.prepare(ref, args, kwargs), settings
+            )
+            emit(measured_row(XLA, point.label, timing, work, peaks=peaks, **base))
         except KeyboardInterrupt:
             raise
         except Exception as error:
@@ -347,7 +377,7 @@ def _measure_point(
         emit(Row(PALLAS, point.label, status="failed", error=checking.one_line(error), **base))
         return
     fields: dict[str, Any] = dict(base)
-    if check and expected is not None:
+    if sweep.check and expected is not None:
         comparison = checking.compare_located(
             [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)],
             expected,
@@ -358,15 +388,16 @@ def _measure_point(
         fields["max_abs_err"] = comparison.max_abs_err
         if not comparison.ok:
             fields["status"] = "wrong"
-            fields["error"] = comparison.problem or _mismatch_text(comparison)
-    emit(measured_row(PALLAS, point.label, timing, work, peaks, **fields))
+            fields["error"] = comparison.problem or mismatch_text(comparison)
+    emit(measured_row(PALLAS, point.label, timing, work, peaks=peaks, **fields))
 
 
-def _mismatch_text(comparison: Any) -> str:
-    where = "; ".join(
-        f"output {t.output}: {t.pattern}" for t in comparison.tiles if t.bad_tiles
+def mismatch_text(comparison: Any) -> str:
+    """How many elements differ, and in which blocks."""
+    where = "; ".join(f"output {t.output}: {t.pattern}" for t in comparison.tiles if t.bad_tiles)
+    return f"{comparison.mismatched} element(s) differ from the reference" + (
+        f" ({where})" if where else ""
     )
-    return f"{comparison.mismatched} element(s) differ from the reference" + (f" ({where})" if where else "")
 
 
 def to_frame(rows: Sequence[Row], context: SweepContext, *, state: str) -> pd.DataFrame:
@@ -400,7 +431,8 @@ def to_frame(rows: Sequence[Row], context: SweepContext, *, state: str) -> pd.Da
     return frame
 
 
-def _resolve_live(value: bool | Observer | None) -> Observer:
+def resolve_live(value: bool | Observer | None) -> Observer:
+    """The observer a `live=` argument asks for (see `live.resolve`)."""
     return live.resolve(value)
 
 

@@ -52,7 +52,9 @@ class ElementErrors:
     reference_nonfinite: int
 
 
-def element_errors(out: np.ndarray, ref: np.ndarray, rtol: float, atol_scale: float) -> ElementErrors:
+def element_errors(
+    out: np.ndarray, ref: np.ndarray, rtol: float, atol_scale: float
+) -> ElementErrors:
     """Compares `out` with `ref` element by element.
 
     The tolerance is `atol + rtol * |ref|` with `atol = atol_scale * max|ref|` (over
@@ -107,7 +109,8 @@ def per_tile(mask: np.ndarray, tile: Sequence[int]) -> np.ndarray:
     padded = np.zeros([n * t for n, t in zip(tiles, tile, strict=True)], dtype=np.int64)
     padded[tuple(slice(0, s) for s in mask.shape)] = mask
     split = [d for pair in zip(tiles, tile, strict=True) for d in pair]
-    return padded.reshape(split).sum(axis=tuple(range(1, 2 * mask.ndim, 2)))
+    summed: np.ndarray = padded.reshape(split).sum(axis=tuple(range(1, 2 * mask.ndim, 2)))
+    return summed
 
 
 def locate(
@@ -140,7 +143,9 @@ def locate(
     programs: tuple[tuple[int, ...], ...] = ()
     notes = [note] if note else []
     if operand is not None and bad_tiles:
-        found, why = _bad_programs(counts, errors.bad, operand, tuple(grid), tile, prefetch)
+        found, why = _bad_programs(
+            counts, errors.bad, operand, grid=tuple(grid), tile=tile, prefetch=prefetch
+        )
         programs = found
         if why:
             notes.append(why)
@@ -167,6 +172,7 @@ def _bad_programs(
     counts: np.ndarray,
     bad: np.ndarray,
     operand: Operand,
+    *,
     grid: tuple[int, ...],
     tile: tuple[int, ...],
     prefetch: Sequence[np.ndarray],

@@ -124,7 +124,9 @@ class TuneResult:
         """The row of the best config."""
         if self.best is None:
             return None
-        return next((r for r in self.rows if r.impl == sweep.PALLAS and r.config == self.best), None)
+        return next(
+            (r for r in self.rows if r.impl == sweep.PALLAS and r.config == self.best), None
+        )
 
     @property
     def failed(self) -> tuple[sweep.Row, ...]:
@@ -233,9 +235,8 @@ def _check_names(build: Callable[..., Any], space: Mapping[str, Sequence[Any]]) 
         return
     unknown = [n for n in space if n not in parameters]
     if unknown:
-        raise ValueError(
-            f"build does not take {', '.join(unknown)}; it takes {', '.join(parameters) or 'nothing'}"
-        )
+        takes = ", ".join(parameters) or "nothing"
+        raise ValueError(f"build does not take {', '.join(unknown)}; it takes {takes}")
     empty = [n for n, values in space.items() if not list(values)]
     if empty:
         raise ValueError(f"no values to try for {', '.join(empty)}")
@@ -268,9 +269,11 @@ def tune_configs(
     configs = configs_of(space)
     if not configs:
         raise ValueError("nothing to tune: give at least one value per name")
-    observer = sweep._resolve_live(live)
+    observer = sweep.resolve_live(live)
     total = len(configs) + (1 if callable(ref) else 0)
-    context = sweep.sweep_context(chip, f"tuning {name}", "tune", total, "config")
+    context = sweep.sweep_context(
+        chip, f"tuning {name}", kind="tune", total=total, x_label="config"
+    )
     rows: list[sweep.Row] = []
     notices: list[str] = []
     store: tune_cache.TuneCache | None = None
@@ -300,7 +303,9 @@ def tune_configs(
                     baseline_args = built
                     emit(dataclasses.replace(sweep.Row.from_json(stored[key]), cached=True))
                     continue
-            row, work = _try_config(built, config, ref, context, settings, notices)
+            row, work = _try_config(
+                built, config, ref=ref, context=context, settings=settings, notices=notices
+            )
             if isinstance(built, Built) and baseline_args is None:
                 baseline_args = built
             if work is not None and baseline_work is None:
@@ -340,7 +345,9 @@ def tune_configs(
     )
 
 
-def _build(builder: Callable[[dict[str, Any]], Built], config: dict[str, Any], seed: int) -> Built | str:
+def _build(
+    builder: Callable[[dict[str, Any]], Built], config: dict[str, Any], seed: int
+) -> Built | str:
     try:
         built = builder(dict(config))
     except KeyboardInterrupt:
@@ -376,12 +383,15 @@ def _cache_key(source: str, built: Built, context: sweep.SweepContext) -> dict[s
 
 
 def _static(leaf: Any) -> Any:
-    return leaf if isinstance(leaf, int | float | str | bool) or leaf is None else type(leaf).__name__
+    return (
+        leaf if isinstance(leaf, int | float | str | bool) or leaf is None else type(leaf).__name__
+    )
 
 
 def _try_config(
     built: Built | str,
     config: dict[str, Any],
+    *,
     ref: Any,
     context: sweep.SweepContext,
     settings: harness.TimerSettings | None,
@@ -434,14 +444,15 @@ def _try_config(
             fields.update(correct=comparison.ok, max_abs_err=comparison.max_abs_err)
             if not comparison.ok:
                 fields.update(
-                    status="wrong", error=comparison.problem or sweep._mismatch_text(comparison)
+                    status="wrong", error=comparison.problem or sweep.mismatch_text(comparison)
                 )
         except KeyboardInterrupt:
             raise
         except Exception as error:
             fields.update(status="wrong", error=f"the reference failed: {checking.one_line(error)}")
     work = roofline.program_work(inspection.kernels, program.args, program.outputs)
-    row = sweep.measured_row(sweep.PALLAS, label, timing, work, context.peaks(work.dtype), **fields)
+    peaks = context.peaks(work.dtype)
+    row = sweep.measured_row(sweep.PALLAS, label, timing, work, peaks=peaks, **fields)
     return row, work
 
 
@@ -451,7 +462,9 @@ def _lowering_error(inspection: Inspection, program: Any, notices: list[str]) ->
         return ""  # compiling for the device at hand checks the real thing
     targets = {_CROSS_LOWER[k.backend] for k in inspection.kernels if k.backend in _CROSS_LOWER}
     if any(k.backend == "mosaic_tpu" for k in inspection.kernels):
-        notices.append("TPU (Mosaic) lowering is not checked on CPU: configs are run in interpret mode only.")
+        notices.append(
+            "TPU (Mosaic) lowering is not checked on CPU: configs are run in interpret mode only."
+        )
     if not targets or program.flat_fn is None:
         return ""
     specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.args]
@@ -487,21 +500,25 @@ def _baseline(
     except Exception as error:
         return sweep.Row(sweep.XLA, label, status="failed", error=checking.one_line(error))
     if work is None:
-        leaves = [a for a in jax.tree_util.tree_leaves((built.args, built.kwargs)) if hasattr(a, "dtype")]
+        leaves = [
+            a for a in jax.tree_util.tree_leaves((built.args, built.kwargs)) if hasattr(a, "dtype")
+        ]
         work = roofline.program_work(
             (),
             [ArraySpec(f"[{k}]", tuple(np.shape(a)), str(a.dtype)) for k, a in enumerate(leaves)],
             (),
             xla_cost=lambda: roofline.xla_cost_analysis(ref, [*built.args]),
         )
-    return sweep.measured_row(sweep.XLA, label, timing, work, context.peaks(work.dtype))
+    return sweep.measured_row(sweep.XLA, label, timing, work, peaks=context.peaks(work.dtype))
 
 
 def _best(rows: Sequence[sweep.Row]) -> dict[str, Any] | None:
     candidates = [
         r
         for r in rows
-        if r.impl == sweep.PALLAS and r.status == "ok" and r.correct is not False
+        if r.impl == sweep.PALLAS
+        and r.status == "ok"
+        and r.correct is not False
         and math.isfinite(r.median_ms)
     ]
     if not candidates:

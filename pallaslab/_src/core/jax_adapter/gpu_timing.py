@@ -17,7 +17,7 @@ from typing import Any
 try:
     from jax._src.lib import mosaic_gpu as _mosaic_gpu_lib
 except ImportError:  # CPU-only jaxlib, or no CUDA plugin: no device-side timer
-    _mosaic_gpu_lib = None
+    _mosaic_gpu_lib = None  # type: ignore[assignment]
 
 _NOTICE = (
     "device-side kernel timing needs JAX's Mosaic GPU extension with CUPTI "

@@ -25,9 +25,7 @@ _TRANSPARENT = frozenset(
 )
 
 
-def output_writers(
-    closed_jaxpr: Any, sites: Sequence[KernelSite]
-) -> list[tuple[int, int] | None]:
+def output_writers(closed_jaxpr: Any, sites: Sequence[KernelSite]) -> list[tuple[int, int] | None]:
     """For each program output, the kernel that writes it as it is returned.
 
     Returns:
