@@ -105,7 +105,8 @@ def _metric_axes(
             )
     if categorical:
         ax.set_xticks(range(len(points)))
-        ax.set_xticklabels(points, rotation=30, ha="right", fontsize=7)
+        # A config's "A=1, B=2" is drawn one name per line.
+        ax.set_xticklabels([p.replace(", ", "\n") for p in points], fontsize=7)
     else:
         xs_all = [r["x"] for r in measured if r.get("x")]
         if xs_all and min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 8:

@@ -189,9 +189,29 @@ def summary_text(plan: dict[str, Any], rows: list[dict[str, Any]], progress: dic
             what = f"{row.get('status')}: {first[0] if first else ''}"
         cached = " (cached)" if row.get("cached") else ""
         lines.append(f"  {row.get('impl', ''):6} {row.get('point', '')}: {what}{cached}")
+    lines += [f"  {line}" for line in speedups(plan, rows)]
     if progress.get("message"):
         lines.append(f"  {progress['message']}")
     return "\n".join(lines)
+
+
+def speedups(plan: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """Pallas vs XLA per point ("at 1024: 1.08x faster"); never from CPU interpret timings."""
+    if plan.get("backend") == "cpu" or plan.get("kind") != "sweep":
+        return []
+    found = []
+    for point in dict.fromkeys(r.get("point") for r in rows):
+        times = {
+            r.get("impl"): r.get("median_ms")
+            for r in rows
+            if r.get("point") == point and r.get("status", "ok") == "ok"
+        }
+        pallas, xla = times.get("pallas"), times.get("xla")
+        if isinstance(pallas, float) and isinstance(xla, float) and pallas > 0:
+            ratio = xla / pallas
+            verdict = f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
+            found.append(f"Pallas vs XLA at {point}: {verdict} (median times)")
+    return found
 
 
 _COLUMNS = (
@@ -249,6 +269,7 @@ def static_html(plan: dict[str, Any], rows: list[dict[str, Any]], progress: dict
             for row in rows
             if row.get("error")
         )
+    parts.extend(f"<p>{html.escape(line)}</p>" for line in speedups(plan, rows))
     if plan.get("peak_label"):
         parts.append(f"<p style='color:#59636e'>Roof: {html.escape(plan['peak_label'])}</p>")
     if progress.get("message"):

@@ -22,6 +22,7 @@ function s(tag, attrs, ...children) {
 
 function num(v, digits = 3) {
   if (typeof v !== "number" || !isFinite(v)) return "-";
+  if (Number.isInteger(v) && Math.abs(v) < 1e6) return String(v);
   if (v !== 0 && (Math.abs(v) >= 1e5 || Math.abs(v) < 1e-3)) return v.toExponential(1);
   return String(Number(v.toPrecision(digits)));
 }
@@ -54,20 +55,26 @@ function niceTicks(lo, hi, log) {
   return out;
 }
 
-function axesFrame(svg, x, y, yTicks, xTicks, xLabel, yLabel, xFormat) {
+// Tick labels may hold several lines (a config's "A=1, B=2" is drawn one name per line);
+// the plot grows downwards to fit them. Returns the svg's height.
+function axesFrame(svg, x, y, yTicks, xTicks, xLabel, yLabel) {
   for (const t of yTicks) {
     svg.append(s("line", { x1: M.left, x2: W - M.right, y1: y(t), y2: y(t), class: "pl-gridline" }));
     svg.append(s("text", { x: M.left - 6, y: y(t) + 3, "text-anchor": "end" }, num(t)));
   }
+  let lines = 1;
   for (const [pos, label] of xTicks) {
     svg.append(s("line", { x1: pos, x2: pos, y1: H - M.bottom, y2: H - M.bottom + 4, class: "pl-axis" }));
-    const rotate = xFormat === "rotate";
-    svg.append(s("text", { x: pos, y: H - M.bottom + 14, "text-anchor": rotate ? "end" : "middle",
-      transform: rotate ? "rotate(-25 " + pos + " " + (H - M.bottom + 14) + ")" : null }, label));
+    const parts = String(label).split(", ");
+    lines = Math.max(lines, parts.length);
+    svg.append(s("text", { x: pos, y: H - M.bottom + 14, "text-anchor": "middle" },
+      parts.map((part, k) => s("tspan", { x: pos, dy: k ? 11 : 0 }, part))));
   }
+  const height = H + (lines - 1) * 11;
+  svg.setAttribute("height", String(height));
   svg.append(s("line", { x1: M.left, x2: W - M.right, y1: H - M.bottom, y2: H - M.bottom, class: "pl-axis" }));
   svg.append(s("line", { x1: M.left, x2: M.left, y1: M.top, y2: H - M.bottom, class: "pl-axis" }));
-  svg.append(s("text", { x: (M.left + W - M.right) / 2, y: H - 6, "text-anchor": "middle" }, xLabel));
+  svg.append(s("text", { x: (M.left + W - M.right) / 2, y: height - 6, "text-anchor": "middle" }, xLabel));
   svg.append(s("text", { x: 12, y: (M.top + H - M.bottom) / 2, "text-anchor": "middle",
     transform: "rotate(-90 12 " + (M.top + H - M.bottom) / 2 + ")" }, yLabel));
 }
@@ -102,8 +109,7 @@ function metricPlot(plan, rows, metric) {
     ? points.map((p) => [M.left + band * (points.indexOf(p) + 0.5), p])
     : [...new Set(xs)].slice(0, 14).map((v) => [x({ x: v }), num(v)]);
   axesFrame(svg, x, y, niceTicks(y.domain[0], y.domain[1], yLog), xTicks,
-    categorical ? plan.x_label : plan.x_label + (xLog ? " (log scale)" : ""), label + (yLog ? " (log)" : ""),
-    categorical && points.some((p) => p.length > 8) ? "rotate" : "");
+    categorical ? plan.x_label : plan.x_label + (xLog ? " (log scale)" : ""), label + (yLog ? " (log)" : ""));
   const impls = [...new Set(rows.map((r) => r.impl))];
   for (const impl of impls) {
     const colour = colourOf(impl, impls);
@@ -136,8 +142,8 @@ function metricPlot(plan, rows, metric) {
   for (const r of rows.filter((r) => String(r.status || "ok").startsWith("failed"))) {
     if (!points.includes(r.point)) continue;
     const cx = categorical ? x(r) : x({ x: r.x });
-    svg.append(s("text", { x: cx, y: H - M.bottom - 4, "text-anchor": "middle", fill: "#cf222e",
-      "font-size": 14, class: "pl-failed-mark" }, "\u2717", s("title", {}, r.point + ": " + r.status + ": " + r.error)));
+    svg.append(s("text", { x: cx, y: H - M.bottom - 4, "text-anchor": "middle", class: "pl-failed-mark",
+      style: "fill:#cf222e;font-size:16px;font-weight:700" }, "\u2717", s("title", {}, r.point + ": " + r.status + ": " + r.error)));
   }
   return svg;
 }
@@ -160,7 +166,7 @@ function roofline(plan, rows) {
   const y = makeScale(yLo, yHi, H - M.bottom, M.top, true);
   const svg = s("svg", { width: W, height: H, class: "pl-plot", "data-metric": "roofline" });
   const xt = niceTicks(lo, hi, true).filter((v) => Math.abs(Math.log10(v) % 1) < 1e-9).map((v) => [x(v), num(v)]);
-  axesFrame(svg, x, y, niceTicks(yLo, yHi, true), xt, "arithmetic intensity (FLOP/byte, log)", "TFLOP/s (log)", "");
+  axesFrame(svg, x, y, niceTicks(yLo, yHi, true), xt, "arithmetic intensity (FLOP/byte, log)", "TFLOP/s (log)");
   const roof = [];
   for (let k = 0; k <= 64; k++) { const v = lo * (hi / lo) ** (k / 64); roof.push(x(v) + "," + y(Math.min(peak, v * bw) / 1e12)); }
   svg.append(s("polyline", { points: roof.join(" "), fill: "none", stroke: "#333", "stroke-width": 2, class: "pl-roof" },
