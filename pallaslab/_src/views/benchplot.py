@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +39,10 @@ def png(plan: dict[str, Any], rows: Sequence[dict[str, Any]], metric: str = "tim
     else:
         figure.suptitle(str(plan.get("title", "")), fontsize=10)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    with warnings.catch_warnings():
+        # Long config labels can leave constrained layout no room; the plot still reads.
+        warnings.filterwarnings("ignore", "constrained_layout not applied", UserWarning)
+        figure.savefig(buffer, format="png")
     return buffer.getvalue()
 
 
