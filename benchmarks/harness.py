@@ -27,7 +27,7 @@ import sys
 import timeit
 from pathlib import Path
 
-if "--gpu" not in sys.argv:
+if __name__ == "__main__" and "--gpu" not in sys.argv:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     # One XLA thread: on a shared machine, a multi-threaded op's time swings with the
     # other tenants' load far more than a single thread's.
