@@ -476,3 +476,73 @@ def test_parse_space():
     with pytest.raises(ValueError, match="twice"):
         tune.parse_space(["A=1", "A=2"])
     assert len(tune.configs_of({"A": [1, 2], "B": [3, 4, 5]})) == 6
+
+
+def test_l2_flush_and_device_timer_paths_run_anywhere(monkeypatch):
+    # Asked for explicitly, the GPU-only steps run on CPU too (the flush is real; the
+    # device timer falls back to the wall clock, saying why).
+    settings = harness.TimerSettings(
+        warmup=1,
+        warmup_s=0.0,
+        min_reps=3,
+        max_reps=5,
+        budget_s=0.2,
+        l2_flush=True,
+        device_timer=True,
+        flush_bytes=1 << 20,
+    )
+    timing = pallaslab.measure(jnp.sin, jnp.ones((64,)), settings=settings)
+    assert timing.l2_flush and "L2 flushed" in timing.method
+    if jax.default_backend() == "cpu":
+        assert timing.method.startswith("wall clock")
+        assert any("CUPTI" in n for n in timing.notices)
+
+
+def test_device_samples_split_kernels_by_repetition(monkeypatch):
+    import contextlib
+
+    from pallaslab._src.core import jax_adapter
+
+    log: list[tuple[str, float]] = []
+
+    @contextlib.contextmanager
+    def fake_kernel_times():
+        start = len(log)
+        found: list[tuple[str, float]] = []
+        yield found
+        found.extend(log[start:])
+
+    monkeypatch.setattr(jax_adapter, "kernel_timer_notice", lambda: None)
+    monkeypatch.setattr(jax_adapter, "kernel_times", fake_kernel_times)
+
+    def run():
+        log.extend([("gemm", 1.0), ("epilogue", 0.25)])
+        return jnp.zeros(())
+
+    class Flush:
+        def __call__(self):
+            log.append(("flush", 9.0))
+
+    samples = harness._device_samples(run, Flush(), 4, [])
+    assert samples == [1.25] * 4
+    notices: list[str] = []
+    assert harness._device_samples(lambda: jnp.zeros(()), Flush(), 4, notices) is None
+    assert "saw" in notices[0]
+
+
+def test_a_stop_while_inputs_are_made_keeps_the_points_so_far():
+    def make_args(n):
+        if n == 3:
+            raise KeyboardInterrupt
+        return (f32(1024), f32(1024))
+
+    frame = pallaslab.bench(
+        corpus.blocked_add().fn,
+        make_args,
+        [1, 2, 3, 4],
+        ref=lambda x, y: x + y,
+        settings=FAST,
+        live=False,
+    )
+    assert list(frame["size"]) == [1, 1, 2, 2]
+    assert frame.attrs["state"] == "interrupted"

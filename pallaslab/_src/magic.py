@@ -174,7 +174,7 @@ class KernelMagics(Magics):
                 raise outcome.error
             raise KernelCellError(diagnosis)
         if inspection is not None and options.bench:
-            self._bench(inspection, options.ref)
+            self._bench(inspection, options.ref, interpret=options.interpret)
         if space:
             assert call is not None
             self._tune(
@@ -216,7 +216,7 @@ class KernelMagics(Magics):
                 )
             ) from None
 
-    def _bench(self, inspection: Any, ref_expression: str | None) -> None:
+    def _bench(self, inspection: Any, ref_expression: str | None, *, interpret: bool) -> None:
         """`--bench`: the call and its XLA baseline, timed on the cell's inputs."""
         from pallaslab._src.bench import sweep  # noqa: PLC0415
         from pallaslab._src.views.benchview import DisplayedBench  # noqa: PLC0415
@@ -232,13 +232,14 @@ class KernelMagics(Magics):
             return ref(*call_args, **call_kwargs)
 
         point = sweep.Point("the cell's inputs", None, tuple(program.example_args))
-        frame = sweep.bench_points(
-            program.flat_fn,
-            [point],
-            baseline if callable(ref) else None,
-            live=DisplayedBench(),
-            title=f"{inspection.name}" + (" vs XLA" if callable(ref) else ""),
-        )
+        with jax_adapter.forced_interpret(interpret):
+            frame = sweep.bench_points(
+                program.flat_fn,
+                [point],
+                baseline if callable(ref) else None,
+                live=DisplayedBench(),
+                title=f"{inspection.name}" + (" vs XLA" if callable(ref) else ""),
+            )
         shell.user_ns[BENCH_NAME] = frame
 
     def _tune(
@@ -276,15 +277,17 @@ class KernelMagics(Magics):
             fn, args, kwargs = runner(config)
             return Built(fn, args, kwargs)
 
-        result = tune_configs(
-            build,
-            space,
-            ref=self._reference(options.ref),
-            name=inspection.name if inspection is not None else call,
-            source=f"{call}\n{cell}",
-            retune=options.retune,
-            live=DisplayedBench(),
-        )
+        with jax_adapter.forced_interpret(options.interpret):
+            result = tune_configs(
+                build,
+                space,
+                ref=self._reference(options.ref),
+                name=inspection.name if inspection is not None else call,
+                source=f"{call}\n{cell}",
+                retune=options.retune,
+                live=DisplayedBench(),
+                cache_key={"forced_interpret": bool(options.interpret)},
+            )
         shell.user_ns[TUNE_NAME] = result
 
     def _register_cell(self, line: str, cell: str) -> str:

@@ -9,6 +9,7 @@ Interrupting (Jupyter's stop button) ends the sweep cleanly with the rows so far
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -153,12 +154,24 @@ def measured_row(
 
 @dataclasses.dataclass(frozen=True)
 class Point:
-    """One point of a sweep: its label, size, and the arguments for it."""
+    """One point of a sweep: its label, size, and the arguments for it.
+
+    `make`, when given, makes the arguments when the point is measured (so a sweep
+    over large sizes does not hold every size's inputs at once).
+    """
 
     label: str
     size: Any
-    args: tuple[Any, ...]
+    args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    make: Callable[[], Any] | None = None
+
+    def arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The point's (args, kwargs)."""
+        if self.make is None:
+            return self.args, self.kwargs
+        made = self.make()
+        return (tuple(made) if isinstance(made, tuple | list) else (made,)), self.kwargs
 
 
 def bench(
@@ -202,12 +215,7 @@ def bench(
         note, status, error. `df.attrs` holds the device, chip, peaks, where FLOPs and
         bytes came from, the CPU label and whether the sweep was interrupted.
     """
-    points = []
-    for size in sizes:
-        made = make_args(size)
-        points.append(
-            Point(str(size), size, tuple(made) if isinstance(made, tuple | list) else (made,))
-        )
+    points = [Point(str(size), size, make=functools.partial(make_args, size)) for size in sizes]
     return bench_points(
         fn,
         points,
@@ -240,7 +248,8 @@ def bench_points(
     """`bench` over explicit points (the magic's `--bench` uses the cell's inputs)."""
     observer = resolve_live(live)
     impls = [XLA, PALLAS] if ref is not None else [PALLAS]
-    dtype = _dtype_of(points[0].args) if points else "float32"
+    # The first point's inputs set the dtype whose peak is drawn.
+    dtype = _dtype_of(points[0].arguments()[0]) if points else "float32"
     context = sweep_context(
         chip, title, kind="sweep", total=len(points) * len(impls), x_label="size", dtype=dtype
     )
@@ -326,7 +335,7 @@ def _measure_point(sweep: _Sweep, point: Point, emit: Callable[[Row], None]) -> 
     """Times the baseline, then the kernel (checked against it), at one point."""
     fn, ref, context, settings = sweep.fn, sweep.ref, sweep.context, sweep.settings
     flops, bytes_accessed = sweep.flops, sweep.bytes_accessed
-    args, kwargs = checking.materialize((point.args, point.kwargs), sweep.seed)
+    args, kwargs = checking.materialize(point.arguments(), sweep.seed)
     x = (
         float(point.size)
         if isinstance(point.size, int | float) and not isinstance(point.size, bool)

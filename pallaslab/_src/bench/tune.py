@@ -264,8 +264,12 @@ def tune_configs(
     chip: str | None = None,
     seed: int = 0,
     cache_dir: Any = None,
+    cache_key: dict[str, Any] | None = None,
 ) -> TuneResult:
-    """Tunes over configs that `builder` turns into programs (the magic's `--tune`)."""
+    """Tunes over configs that `builder` turns into programs (the magic's `--tune`).
+
+    `cache_key` adds to what the cache is keyed on (e.g. a forced interpret mode).
+    """
     configs = configs_of(space)
     if not configs:
         raise ValueError("nothing to tune: give at least one value per name")
@@ -297,7 +301,8 @@ def tune_configs(
             built = _build(builder, config, seed)
             if store is None and cache and isinstance(built, Built):
                 # The cache is keyed on the inputs, known once a config is built.
-                store = tune_cache.TuneCache(_cache_key(source, built, context), cache_dir)
+                key_of_run = {**_cache_key(source, built, context), **(cache_key or {})}
+                store = tune_cache.TuneCache(key_of_run, cache_dir)
                 stored = {} if retune else store.load()
                 if key in stored:
                     baseline_args = built
