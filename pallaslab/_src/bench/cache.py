@@ -63,9 +63,12 @@ class TuneCache:
         with contextlib.suppress(OSError):  # a read-only home must not break tuning
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(payload)
-            Path(tmp).replace(self.path)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(payload)
+                Path(tmp).replace(self.path)  # atomic: readers never see half a file
+            finally:
+                Path(tmp).unlink(missing_ok=True)
 
     def clear(self) -> None:
         """Forgets every config of this key."""
