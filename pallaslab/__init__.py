@@ -1,11 +1,19 @@
 """pallaslab: trace, lower, map and check JAX Pallas kernels, in Jupyter and in scripts.
 
 In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
-`pallaslab.inspect(fn, *example_args)`.
+`pallaslab.inspect(fn, *example_args)`, `pallaslab.check(fn, ref, *args)`,
+`pallaslab.bench(fn, make_args, sizes, ref=...)`, `pallaslab.tune(build, space, *args)`.
 """
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+from pallaslab._src.bench import live as _live
+from pallaslab._src.bench.check import CheckResult as CheckResult
+from pallaslab._src.bench.check import check as check
+from pallaslab._src.bench.harness import TimerSettings as TimerSettings
+from pallaslab._src.bench.harness import Timing as Timing
+from pallaslab._src.bench.harness import measure as measure
 from pallaslab._src.core import display as _display
 from pallaslab._src.core.inspection import Inspection as Inspection
 from pallaslab._src.core.tracing import inspect as inspect
@@ -19,7 +27,32 @@ from pallaslab._src.records import Operand as Operand
 from pallaslab._src.records import OutputSummary as OutputSummary
 from pallaslab._src.records import RunResult as RunResult
 from pallaslab._src.records import SourceLocation as SourceLocation
+from pallaslab._src.records import TileMismatch as TileMismatch
 from pallaslab._src.version import __version__ as __version__
+
+if _TYPE_CHECKING:
+    from pallaslab._src.bench.sweep import bench as bench
+    from pallaslab._src.bench.tune import TuneResult as TuneResult
+    from pallaslab._src.bench.tune import tune as tune
+
+# Sweeps and tuning return pandas DataFrames: imported on first use, so that
+# `import pallaslab` does not pay for pandas.
+_LAZY = {
+    "bench": ("pallaslab._src.bench.sweep", "bench"),
+    "tune": ("pallaslab._src.bench.tune", "tune"),
+    "TuneResult": ("pallaslab._src.bench.tune", "TuneResult"),
+}
+
+
+def __getattr__(name: str) -> _Any:
+    if name in _LAZY:
+        import importlib  # noqa: PLC0415
+
+        module, attribute = _LAZY[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pallaslab' has no attribute {name!r}")
 
 
 def _inspector_bundle(record: _Any, **kwargs: _Any) -> _Any:
@@ -30,6 +63,22 @@ def _inspector_bundle(record: _Any, **kwargs: _Any) -> _Any:
 
 
 _display.register_renderer(_inspector_bundle)
+
+
+def _live_observer() -> _Any:
+    # In a Jupyter kernel, sweeps draw a live plot widget; elsewhere, text progress.
+    from pallaslab._src.views.benchview import live_observer  # noqa: PLC0415
+
+    return live_observer()
+
+
+def _bench_bundle(record: _Any, **kwargs: _Any) -> _Any:
+    from pallaslab._src.views.benchview import record_bundle  # noqa: PLC0415
+
+    return record_bundle(record, **kwargs)
+
+
+_live.register(observer_factory=_live_observer, renderer=_bench_bundle)
 
 
 def load_ipython_extension(ipython: _Any) -> None:

@@ -476,3 +476,41 @@ class TestAccessPrivateShapes:
         assert accesses.complete
         (read, write) = accesses.accesses
         assert read.coords[0].tolist() == [2, 3] and write.coords[0].tolist() == [0, 1]
+
+
+class TestBenchShapes:
+    """Private shapes the bench layer reads through the adapter."""
+
+    def test_output_writers_follow_jits_to_the_kernel(self):
+        for make, expected in (
+            (corpus.seed_matmul, [(0, 0)]),  # inside a jit
+            (corpus.two_kernels, [(1, 0)]),  # the second kernel writes the result
+            (corpus.vmapped, [(0, 0)]),
+        ):
+            case = make()
+            closed = jax.make_jaxpr(case.fn)(*case.args)
+            sites = jax_adapter.find_kernel_sites(closed)
+            assert jax_adapter.output_writers(closed, sites) == expected, case.name
+
+    def test_an_output_computed_after_the_kernel_has_no_writer(self):
+        add = corpus.blocked_add().fn
+        closed = jax.make_jaxpr(lambda x, y: add(x, y) * 2.0)(corpus.f32(1024), corpus.f32(1024))
+        sites = jax_adapter.find_kernel_sites(closed)
+        assert jax_adapter.output_writers(closed, sites) == [None]
+
+    def test_cupti_kernel_timer_is_probed(self):
+        from pallaslab._src.core.jax_adapter import gpu_timing
+
+        notice = jax_adapter.kernel_timer_notice()
+        if gpu_timing._mosaic_gpu_lib is None:
+            assert "CUPTI" in notice
+            with pytest.raises(RuntimeError, match="CUPTI"), jax_adapter.kernel_times():
+                pass
+        else:
+            ext = gpu_timing._mosaic_gpu_lib._mosaic_gpu_ext
+            assert hasattr(ext, "_cupti_init") and hasattr(ext, "_cupti_get_timings")
+
+    def test_cross_lowering_for_cuda_takes_lowering_platforms(self):
+        case = corpus.seed_matmul(64, 64, 64)
+        lowered = jax.jit(case.fn).trace(*case.args).lower(lowering_platforms=("cuda",))
+        assert "triton" in lowered.as_text()

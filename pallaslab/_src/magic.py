@@ -18,6 +18,8 @@ from pallaslab._src.views.header import Problem
 from pallaslab._src.views.inspector import Inspector
 
 DEFAULT_NAME = "_kernel"
+BENCH_NAME = "_bench"
+TUNE_NAME = "_tune"
 
 
 class KernelCellError(Exception):
@@ -83,6 +85,21 @@ class KernelMagics(Magics):
     @argument("--interpret", action="store_true", help="Force Pallas interpret mode.")
     @argument("--traceback", action="store_true", help="On error, show the full traceback.")
     @argument(
+        "--bench",
+        action="store_true",
+        help=f"Time the call and the XLA baseline (--ref under jax.jit) with pallaslab's "
+        f"harness; the table is kept as `{BENCH_NAME}`.",
+    )
+    @argument(
+        "--tune",
+        nargs="+",
+        metavar="NAME=V1,V2",
+        help=f"Autotune: run the cell for every combination of these values of names it "
+        f"reads (e.g. --tune BLOCK_M=64,128 num_warps=4,8), check each against --ref, time "
+        f"it, keep the best; results are cached on disk; the result is kept as `{TUNE_NAME}`.",
+    )
+    @argument("--retune", action="store_true", help="With --tune: measure cached configs again.")
+    @argument(
         "--name",
         default=DEFAULT_NAME,
         help=f"Store the inspection under this name (default {DEFAULT_NAME}).",
@@ -110,6 +127,12 @@ class KernelMagics(Magics):
             raise UsageError(f"unexpected argument {options.call!r}; the call goes first")
         if not options.name.isidentifier():
             raise UsageError(f"--name must be a Python name, not {options.name!r}")
+        space = self._tune_space(call, options)
+        if options.bench and call is None:
+            raise UsageError(
+                "--bench times the call on the magic line; name one, as in "
+                "`%%kernel matmul(a, b) --bench`"
+            )
         shell = self.shell
         assert shell is not None
         filename = self._register_cell(line, cell)
@@ -139,15 +162,133 @@ class KernelMagics(Magics):
         )
         diagnosis = outcome.diagnosis
         problem = _problem(diagnosis) if diagnosis else None
-        if outcome.inspection is not None:
-            shell.user_ns[options.name] = outcome.inspection
-            display(Inspector(outcome.inspection, problem))
+        inspection = outcome.inspection
+        if inspection is not None:
+            inspection = _locate_mismatches(inspection)
+            shell.user_ns[options.name] = inspection
+            display(Inspector(inspection, problem))
         if outcome.last_value is not None and diagnosis is None:
             display(outcome.last_value)
         if diagnosis is not None:
             if options.traceback and outcome.error is not None:
                 raise outcome.error
             raise KernelCellError(diagnosis)
+        if inspection is not None and options.bench:
+            self._bench(inspection, options.ref, interpret=options.interpret)
+        if space:
+            assert call is not None
+            self._tune(
+                cell=cell,
+                filename=filename,
+                call=call,
+                space=space,
+                options=options,
+                name_source=name_source,
+                inspection=inspection,
+            )
+
+    def _tune_space(self, call: str | None, options: Any) -> dict[str, list[Any]]:
+        if not options.tune:
+            return {}
+        if call is None:
+            raise UsageError(
+                "--tune runs the call on the magic line for each config; name "
+                "one, as in `%%kernel matmul(a, b) --tune BLOCK_M=64,128`"
+            )
+        from pallaslab._src.bench.tune import parse_space  # noqa: PLC0415
+
+        try:
+            return parse_space(options.tune)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+
+    def _reference(self, expression: str | None) -> Any:
+        if expression is None:
+            return None
+        shell = self.shell
+        assert shell is not None
+        try:
+            return eval(expression, dict(shell.user_ns))
+        except Exception as error:
+            raise KernelCellError(
+                Diagnosis(
+                    "reference", f"--ref could not be evaluated: {type(error).__name__}: {error}"
+                )
+            ) from None
+
+    def _bench(self, inspection: Any, ref_expression: str | None, *, interpret: bool) -> None:
+        """`--bench`: the call and its XLA baseline, timed on the cell's inputs."""
+        from pallaslab._src.bench import sweep  # noqa: PLC0415
+        from pallaslab._src.views.benchview import DisplayedBench  # noqa: PLC0415
+
+        shell = self.shell
+        assert shell is not None
+        program = inspection.program
+        rebuild = program.rebuild
+        ref = self._reference(ref_expression)
+
+        def baseline(*leaves: Any) -> Any:
+            call_args, call_kwargs = rebuild(list(leaves))
+            return ref(*call_args, **call_kwargs)
+
+        point = sweep.Point("the cell's inputs", None, tuple(program.example_args))
+        with jax_adapter.forced_interpret(interpret):
+            frame = sweep.bench_points(
+                program.flat_fn,
+                [point],
+                baseline if callable(ref) else None,
+                live=DisplayedBench(),
+                title=f"{inspection.name}" + (" vs XLA" if callable(ref) else ""),
+            )
+        shell.user_ns[BENCH_NAME] = frame
+
+    def _tune(
+        self,
+        *,
+        cell: str,
+        filename: str,
+        call: str,
+        space: dict[str, list[Any]],
+        options: Any,
+        name_source: Any,
+        inspection: Any,
+    ) -> None:
+        """`--tune`: the cell run once per config, each checked and timed."""
+        from pallaslab._src.bench.tune import Built, tune_configs  # noqa: PLC0415
+        from pallaslab._src.core.session import CellError, config_runner  # noqa: PLC0415
+        from pallaslab._src.views.benchview import DisplayedBench  # noqa: PLC0415
+
+        shell = self.shell
+        assert shell is not None
+        try:
+            runner = config_runner(
+                cell,
+                filename=filename,
+                call=call,
+                namespace=shell.user_ns,
+                names=list(space),
+                name_source=name_source,
+                interpret=options.interpret,
+            )
+        except CellError as error:
+            raise KernelCellError(error.diagnosis) from None
+
+        def build(config: dict[str, Any]) -> Built:
+            fn, args, kwargs = runner(config)
+            return Built(fn, args, kwargs)
+
+        with jax_adapter.forced_interpret(options.interpret):
+            result = tune_configs(
+                build,
+                space,
+                ref=self._reference(options.ref),
+                name=inspection.name if inspection is not None else call,
+                source=f"{call}\n{cell}",
+                retune=options.retune,
+                live=DisplayedBench(),
+                cache_key={"forced_interpret": bool(options.interpret)},
+            )
+        shell.user_ns[TUNE_NAME] = result
 
     def _register_cell(self, line: str, cell: str) -> str:
         """Gives the cell a file name (its lines numbered as shown) and a label."""
@@ -161,6 +302,16 @@ class KernelMagics(Magics):
             filename = f"<kernel-cell-{number}>"
         sources.register_cell(filename, f"Cell [{number}]", text)
         return str(filename)
+
+
+def _locate_mismatches(inspection: Any) -> Any:
+    """With --ref, says which output blocks differ (the Run tab's heatmap)."""
+    from pallaslab._src.bench.check import with_located_mismatches  # noqa: PLC0415
+
+    try:
+        return with_located_mismatches(inspection)
+    except Exception:  # locating is extra: never lose the inspection over it
+        return inspection
 
 
 def _problem(diagnosis: Diagnosis) -> Problem:

@@ -284,6 +284,8 @@ class Comparison:
         mismatched: Elements outside tolerance, over all outputs.
         problem: Why the outputs could not be compared element by element ("" if they
             could): a shape, dtype or structure mismatch.
+        tiles: Per output, where it differs from the reference, block by block (filled
+            in by `Inspection.check` and `%%kernel --ref`; empty otherwise).
     """
 
     ok: bool
@@ -293,6 +295,61 @@ class Comparison:
     atol: float
     mismatched: int = 0
     problem: str = ""
+    tiles: tuple[TileMismatch, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class TileMismatch:
+    """Where one output differs from its reference, counted per output block.
+
+    The output is cut into tiles of the kernel's output block shape (a squeezed
+    dimension counts 1), so tile `(i, j)` is the block the index map names `(i, j)`.
+
+    Attributes:
+        output: Where the output sits among the results ("[0]", "out").
+        shape: The output's shape.
+        tile_shape: The block shape used to cut it into tiles.
+        counts: Elements outside tolerance, per tile (int64, one axis per dimension).
+        nonfinite: Elements that are NaN or Inf in the output where the reference is
+            finite, per tile (int64, same shape as `counts`).
+        bad_tiles: Indices of the tiles that differ, in order.
+        bad_programs: Grid indices of the programs whose output block differs (empty
+            when the index map could not be evaluated).
+        kernel: The kernel that writes this output ("" when none writes it directly).
+        operand: That kernel's output operand ("o_ref").
+        grid: That kernel's grid.
+        nan_count: NaN elements in the output where the reference has none.
+        inf_count: Infinite elements in the output where the reference is finite.
+        reference_nonfinite: NaN or Inf elements in the reference itself.
+        pattern: The mismatch in words ("the last row of blocks", "block (3, 1)").
+        note: What could not be worked out, and why ("" when all was).
+    """
+
+    output: str
+    shape: tuple[int, ...]
+    tile_shape: tuple[int, ...]
+    counts: np.ndarray = dataclasses.field(compare=False, repr=False)
+    nonfinite: np.ndarray = dataclasses.field(compare=False, repr=False)
+    bad_tiles: tuple[tuple[int, ...], ...] = ()
+    bad_programs: tuple[tuple[int, ...], ...] = ()
+    kernel: str = ""
+    operand: str = ""
+    grid: tuple[int, ...] = ()
+    nan_count: int = 0
+    inf_count: int = 0
+    reference_nonfinite: int = 0
+    pattern: str = ""
+    note: str = ""
+
+    @property
+    def tiles(self) -> tuple[int, ...]:
+        """How many tiles along each dimension."""
+        return tuple(self.counts.shape)
+
+    @property
+    def ok(self) -> bool:
+        """Whether every tile matches."""
+        return not self.bad_tiles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,6 +363,8 @@ class RunResult:
         seconds: Wall time of the run, compile included.
         comparison: Against the reference, when one was given.
         values: The outputs as NumPy arrays (not compared, not shown in reprs).
+        expected: The reference's outputs as NumPy arrays, when a reference was
+            given (kept so mismatches can be located block by block).
     """
 
     backend: str
@@ -314,6 +373,7 @@ class RunResult:
     seconds: float
     comparison: Comparison | None = None
     values: tuple[np.ndarray, ...] = dataclasses.field(default=(), compare=False, repr=False)
+    expected: tuple[np.ndarray, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,6 +10,7 @@ from pallaslab._src.core import display, jax_adapter
 from pallaslab._src.records import ArraySpec, Kernel, RunResult
 
 if TYPE_CHECKING:
+    from pallaslab._src.bench.check import CheckResult
     from pallaslab._src.geometry.accesses import BlockAccesses
     from pallaslab._src.geometry.tilemap import TileMap
 
@@ -166,6 +167,52 @@ class Inspection:
         from pallaslab._src.core import running  # noqa: PLC0415
 
         return running.run_program(self.program, args, kwargs, ref=ref)
+
+    def check(
+        self,
+        ref: Any,
+        *args: Any,
+        make_args: Callable[[Any], Any] | None = None,
+        sizes: Sequence[Any] | None = None,
+        dtypes: Sequence[Any] | None = None,
+        seed: int = 0,
+        rtol: float | None = None,
+        atol: float | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> CheckResult:
+        """Checks the program against a reference and locates mismatches per output block.
+
+        Args:
+            ref: A callable taking the same arguments, or the expected output(s).
+            *args: Inputs laid out as for `pallaslab.inspect`; without them, the
+                inspected arguments (seeded random data where they were shapes).
+            make_args: `make_args(size)` gives the inputs for one size (with `sizes`).
+            sizes: Sizes to check.
+            dtypes: Also check with floating inputs cast to each of these dtypes.
+            seed: Seed of the random inputs.
+            rtol: Relative tolerance (default: fit for each output's dtype).
+            atol: Absolute tolerance relative to the reference's largest magnitude.
+            kwargs: Keyword arguments, as for `pallaslab.inspect`.
+
+        Returns:
+            `.ok`, `.max_abs_err`, `.max_rel_err`, `.bad_tiles` (the output blocks
+            that differ), `.heatmap`, one point per set of inputs.
+        """
+        # The bench layer sits above the core; imported on use only.
+        from pallaslab._src.bench.check import check_inspection  # noqa: PLC0415
+
+        return check_inspection(
+            self,
+            ref,
+            args,
+            kwargs,
+            make_args=make_args,
+            sizes=sizes,
+            dtypes=dtypes,
+            seed=seed,
+            rtol=rtol,
+            atol=atol,
+        )
 
     def with_result(self, result: RunResult) -> Inspection:
         """This inspection with a run attached."""

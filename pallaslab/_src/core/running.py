@@ -82,11 +82,13 @@ def run_program(
     seconds = time.perf_counter() - started
     flat_outputs = [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)]
     comparison = None
+    expected: tuple[np.ndarray, ...] = ()
     if ref is not None:
         if callable(ref):
             call_args, call_kwargs = program.rebuild(leaves)
             ref = ref(*call_args, **call_kwargs)
         comparison = compare(flat_outputs, ref)
+        expected = tuple(np.asarray(r) for r in jax.tree_util.tree_leaves(ref))
     return RunResult(
         backend=backend,
         mode="interpret" if backend == "cpu" and program.sites else "compiled",
@@ -97,6 +99,7 @@ def run_program(
         seconds=seconds,
         comparison=comparison,
         values=tuple(flat_outputs),
+        expected=expected,
     )
 
 

@@ -10,7 +10,8 @@ Modules: `probes` (guarded imports), `kernels` (finding kernels, records, jaxpr 
 `indexmaps` (index maps to NumPy expressions), `execution` (interpret mode on CPU,
 recording kernels as they are bound, prefetch values), `errors` (context for messages),
 `accesses` (a kernel body interpreted for one program, recording each element it
-touches).
+touches), `work` (arithmetic counted from a body), `outputs` (which kernel writes each
+program output), `gpu_timing` (kernel times on GPU).
 """
 
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
@@ -32,6 +33,8 @@ from pallaslab._src.core.jax_adapter.execution import site_function as site_func
 from pallaslab._src.core.jax_adapter.execution import (
     site_prefetch_offset as site_prefetch_offset,
 )
+from pallaslab._src.core.jax_adapter.gpu_timing import kernel_timer_notice as kernel_timer_notice
+from pallaslab._src.core.jax_adapter.gpu_timing import kernel_times as kernel_times
 from pallaslab._src.core.jax_adapter.indexmaps import (
     index_map_from_jaxpr as index_map_from_jaxpr,
 )
@@ -39,4 +42,5 @@ from pallaslab._src.core.jax_adapter.kernels import KernelSite as KernelSite
 from pallaslab._src.core.jax_adapter.kernels import find_kernel_sites as find_kernel_sites
 from pallaslab._src.core.jax_adapter.kernels import jaxpr_text as jaxpr_text
 from pallaslab._src.core.jax_adapter.kernels import kernel_from_site as kernel_from_site
+from pallaslab._src.core.jax_adapter.outputs import output_writers as output_writers
 from pallaslab._src.core.jax_adapter.probes import feature_notice as feature_notice

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src.views import fmt
+from pallaslab._src.views import fmt, heatmap
 from pallaslab._src.views.tabs import Payload, Tab
 
 if TYPE_CHECKING:
@@ -56,6 +56,12 @@ def payload(inspection: Inspection) -> Payload:
             "atol": fmt.number(comparison.atol),
             "mismatched": comparison.mismatched,
             "problem": comparison.problem,
+            # Outputs that differ (or hold NaN/Inf), block by block.
+            "tiles": [
+                heatmap.payload(t)
+                for t in comparison.tiles
+                if t.bad_tiles or t.nan_count or t.inf_count or t.reference_nonfinite
+            ],
         }
     return {"result": data, "message": ""}
 
@@ -94,6 +100,11 @@ def static_html(inspection: Inspection) -> str:
             f"atol={comparison['atol']}"
         )
         parts.append(f"<p><b>{verdict}</b>: {html.escape(detail)}</p>")
+        for tile in comparison.get("tiles", []):
+            parts.append(f"<p>{html.escape(heatmap.describe(tile))}</p>")
+            parts.append(heatmap.static_svg(tile))
+            if tile["note"]:
+                parts.append(f"<p class='pl-notice'>{html.escape(tile['note'])}</p>")
     return "".join(parts)
 
 

@@ -1,0 +1,531 @@
+"""Autotuning: try every config of a few names, keep the fastest that is right.
+
+For each config (the product of the values given per name): build the program with
+those values, trace it, lower it for its target (on CPU, kernels written for GPU are
+also lowered for CUDA, so a config Triton cannot lower fails here as it would there),
+compile, run, check against the reference, and time it. Configs that fail say why, at
+which step. Results are cached on disk per (source, input shapes and dtypes, device),
+so re-running a notebook shows them without measuring again.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect as pyinspect
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+import pandas as pd
+
+from pallaslab._src import version
+from pallaslab._src.bench import cache as tune_cache
+from pallaslab._src.bench import check as checking
+from pallaslab._src.bench import harness, live, roofline, sweep
+from pallaslab._src.bench.live import Observer
+from pallaslab._src.core import tracing
+from pallaslab._src.core.inspection import Inspection
+from pallaslab._src.geometry.blocks import stray_blocks
+from pallaslab._src.records import ArraySpec
+
+# Kernel backends whose lowering can be checked on a CPU-only machine, and for what.
+_CROSS_LOWER = {"triton": "cuda", "mosaic_gpu": "cuda"}
+BASELINE_KEY = "__xla_baseline__"
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """What one config builds: the callable to time and its arguments."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def parse_space(tokens: Sequence[str]) -> dict[str, list[Any]]:
+    """`["BLOCK_M=64,128", "num_warps=4,8"]` -> `{"BLOCK_M": [64, 128], "num_warps": [4, 8]}`.
+
+    Values are Python literals (`64`, `0.5`, `True`, `'x'`); anything else is kept as
+    text.
+
+    Raises:
+        ValueError: Naming the token, when it is not `NAME=V1,V2,...`.
+    """
+    space: dict[str, list[Any]] = {}
+    for token in tokens:
+        name, sep, values = token.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier() or not values.strip():
+            raise ValueError(f"--tune takes NAME=V1,V2,... ; got {token!r}")
+        if name in space:
+            raise ValueError(f"--tune names {name} twice")
+        space[name] = [_literal(v.strip()) for v in values.split(",") if v.strip()]
+    return space
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def configs_of(space: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the values, in order (the last name varies fastest)."""
+    names = list(space)
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*space.values())]
+
+
+def config_label(config: Mapping[str, Any]) -> str:
+    """`BLOCK_M=64, BLOCK_N=128`."""
+    return ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in config.items())
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneResult:
+    """The outcome of a tuning run.
+
+    Attributes:
+        name: What was tuned.
+        space: The values tried per name.
+        rows: One row per config measured (impl "pallas"), and the XLA baseline
+            (impl "xla") when a reference was given.
+        best: The fastest config that ran and matched the reference (None if none).
+        state: "finished", "interrupted" or "failed".
+        plan: Where it ran, against which roof, with which timing label.
+        cache_path: The cache file ("" when caching was off).
+        notices: What could not be checked, and why.
+    """
+
+    name: str
+    space: dict[str, tuple[Any, ...]]
+    rows: tuple[sweep.Row, ...]
+    best: dict[str, Any] | None
+    state: str
+    plan: live.Plan
+    cache_path: str = ""
+    notices: tuple[str, ...] = ()
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The rows as a DataFrame: one per config (and the baseline), config names first."""
+        frame = sweep.to_frame(self.rows, sweep.SweepContext(self.plan, None), state=self.state)
+        names = [n for n in self.space if n in frame.columns]
+        frame = frame.drop(columns=[c for c in ("size",) if c in frame.columns])
+        rest = [c for c in frame.columns if c not in names and c != "impl"]
+        return frame[["impl", *names, *rest]]
+
+    @property
+    def best_row(self) -> sweep.Row | None:
+        """The row of the best config."""
+        if self.best is None:
+            return None
+        return next(
+            (r for r in self.rows if r.impl == sweep.PALLAS and r.config == self.best), None
+        )
+
+    @property
+    def failed(self) -> tuple[sweep.Row, ...]:
+        """Configs that could not be built, lowered, compiled or run."""
+        return tuple(r for r in self.rows if r.status.startswith("failed"))
+
+    @property
+    def wrong(self) -> tuple[sweep.Row, ...]:
+        """Configs that ran but do not match the reference."""
+        return tuple(r for r in self.rows if r.status == "wrong")
+
+    def summary(self) -> str:
+        """The best config, then one line per config."""
+        note = f" [{self.plan.note}]" if self.plan.note else ""
+        head = f"tuning {self.name}: {self.state}{note}"
+        best = self.best_row
+        lines = [head]
+        if best is not None:
+            lines.append(f"  best: {best.point} ({best.median_ms:.4g} ms)")
+        else:
+            lines.append("  no config ran and matched the reference")
+        for row in self.rows:
+            if row.status == "ok":
+                what = f"{row.median_ms:.4g} ms"
+            else:
+                what = f"{row.status}: {row.error.splitlines()[0] if row.error else ''}"
+            lines.append(f"  {row.impl:6} {row.point}: {what}{' (cached)' if row.cached else ''}")
+        lines += [f"  note: {n}" for n in self.notices]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
+        return live.render(self, **kwargs)
+
+
+def tune(
+    build: Callable[..., Callable[..., Any]],
+    space: Mapping[str, Sequence[Any]],
+    *args: Any,
+    ref: Any = None,
+    kwargs: dict[str, Any] | None = None,
+    cache: bool = True,
+    retune: bool = False,
+    live: bool | Observer | None = None,
+    settings: harness.TimerSettings | None = None,
+    chip: str | None = None,
+    seed: int = 0,
+    source: str | None = None,
+) -> TuneResult:
+    """Tries every config of `space`; returns the best that matches the reference.
+
+    Args:
+        build: `build(**config)` returns the callable to time for that config.
+        space: Values to try per name, e.g. `{"BLOCK_M": [64, 128], "num_warps": [4, 8]}`.
+        *args: The inputs (`jax.ShapeDtypeStruct`s become seeded random data).
+        ref: The reference: a callable (also timed under `jax.jit` as the XLA
+            baseline) or the expected output.
+        kwargs: Keyword arguments for the callable.
+        cache: Read and write measured configs on disk.
+        retune: Measure again even configs found in the cache.
+        live: Progress and a live plot (see `pallaslab.bench`).
+        settings: Timer settings.
+        chip: The chip whose roof to use (default: the device's).
+        seed: Seed of the random inputs.
+        source: The text the cache is keyed on (default: `build`'s source).
+
+    Returns:
+        The result: `.best` (the config), `.table` (a DataFrame), `.failed`.
+
+    Example:
+        >>> result = pallaslab.tune(lambda BLOCK_M, BLOCK_N: make_matmul(BLOCK_M, BLOCK_N),
+        ...                         {"BLOCK_M": [64, 128], "BLOCK_N": [64, 128]},
+        ...                         a, b, ref=lambda a, b: a @ b)
+        >>> result.best
+        {'BLOCK_M': 128, 'BLOCK_N': 64}
+    """
+    _check_names(build, space)
+    call_kwargs = dict(kwargs or {})
+
+    def builder(config: dict[str, Any]) -> Built:
+        return Built(build(**config), tuple(args), call_kwargs)
+
+    return tune_configs(
+        builder,
+        space,
+        ref=ref,
+        name=checking.name_of(build),
+        source=source if source is not None else _source_of(build),
+        cache=cache,
+        retune=retune,
+        live=live,
+        settings=settings,
+        chip=chip,
+        seed=seed,
+    )
+
+
+def _check_names(build: Callable[..., Any], space: Mapping[str, Sequence[Any]]) -> None:
+    try:
+        parameters = pyinspect.signature(build).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
+        return
+    unknown = [n for n in space if n not in parameters]
+    if unknown:
+        takes = ", ".join(parameters) or "nothing"
+        raise ValueError(f"build does not take {', '.join(unknown)}; it takes {takes}")
+    empty = [n for n, values in space.items() if not list(values)]
+    if empty:
+        raise ValueError(f"no values to try for {', '.join(empty)}")
+
+
+def _source_of(fn: Callable[..., Any]) -> str:
+    try:
+        return pyinspect.getsource(fn)
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        return repr(code.co_code) if code is not None else repr(fn)
+
+
+def tune_configs(
+    builder: Callable[[dict[str, Any]], Built],
+    space: Mapping[str, Sequence[Any]],
+    *,
+    ref: Any,
+    name: str,
+    source: str,
+    cache: bool = True,
+    retune: bool = False,
+    live: bool | Observer | None = None,
+    settings: harness.TimerSettings | None = None,
+    chip: str | None = None,
+    seed: int = 0,
+    cache_dir: Any = None,
+    cache_key: dict[str, Any] | None = None,
+) -> TuneResult:
+    """Tunes over configs that `builder` turns into programs (the magic's `--tune`).
+
+    `cache_key` adds to what the cache is keyed on (e.g. a forced interpret mode).
+    """
+    configs = configs_of(space)
+    if not configs:
+        raise ValueError("nothing to tune: give at least one value per name")
+    observer = sweep.resolve_live(live)
+    total = len(configs) + (1 if callable(ref) else 0)
+    context = sweep.sweep_context(
+        chip, f"tuning {name}", kind="tune", total=total, x_label="config"
+    )
+    rows: list[sweep.Row] = []
+    notices: list[str] = []
+    store: tune_cache.TuneCache | None = None
+    stored: dict[str, dict[str, Any]] = {}
+    fresh: dict[str, dict[str, Any]] = {}
+    state, message = "finished", ""
+
+    def emit(row: sweep.Row) -> None:
+        rows.append(row)
+        observer.update(row.to_json(), len(rows))
+
+    observer.begin(context.plan)
+    baseline_args: Built | None = None
+    baseline_work: roofline.Work | None = None
+    try:
+        for config in configs:
+            key = tune_cache.config_key(config)
+            if key in stored:
+                emit(dataclasses.replace(sweep.Row.from_json(stored[key]), cached=True))
+                continue
+            built = _build(builder, config, seed)
+            if store is None and cache and isinstance(built, Built):
+                # The cache is keyed on the inputs, known once a config is built.
+                key_of_run = {**_cache_key(source, built, context), **(cache_key or {})}
+                store = tune_cache.TuneCache(key_of_run, cache_dir)
+                stored = {} if retune else store.load()
+                if key in stored:
+                    baseline_args = built
+                    emit(dataclasses.replace(sweep.Row.from_json(stored[key]), cached=True))
+                    continue
+            row, work = _try_config(
+                built, config, ref=ref, context=context, settings=settings, notices=notices
+            )
+            if isinstance(built, Built) and baseline_args is None:
+                baseline_args = built
+            if work is not None and baseline_work is None:
+                baseline_work = work
+            emit(row)
+            fresh[key] = row.to_json()
+        if callable(ref):
+            if BASELINE_KEY in stored:
+                emit(dataclasses.replace(sweep.Row.from_json(stored[BASELINE_KEY]), cached=True))
+            else:
+                if baseline_args is None:
+                    found = _build(builder, configs[0], seed)
+                    baseline_args = found if isinstance(found, Built) else None
+                if baseline_args is not None:
+                    row = _baseline(ref, baseline_args, baseline_work, context, settings)
+                    emit(row)
+                    if row.status == "ok":
+                        fresh[BASELINE_KEY] = row.to_json()
+    except KeyboardInterrupt:
+        state, message = "interrupted", f"kept the {len(rows)} result(s) so far"
+    finally:
+        if store is not None and fresh:
+            store.store(fresh)
+    best = _best(rows)
+    if best is not None:
+        message = message or f"best: {config_label(best)}"
+    observer.end(state, message)
+    return TuneResult(
+        name=name,
+        space={k: tuple(v) for k, v in space.items()},
+        rows=tuple(rows),
+        best=best,
+        state=state,
+        plan=context.plan,
+        cache_path=str(store.path) if store is not None else "",
+        notices=tuple(dict.fromkeys(notices)),
+    )
+
+
+def _build(
+    builder: Callable[[dict[str, Any]], Built], config: dict[str, Any], seed: int
+) -> Built | str:
+    try:
+        built = builder(dict(config))
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        return _message(error)
+    args, kwargs = checking.materialize((tuple(built.args), dict(built.kwargs)), seed)
+    return Built(built.fn, tuple(args), dict(kwargs))
+
+
+def _message(error: BaseException) -> str:
+    # Errors from a cell carry a diagnosis that names the cell line.
+    diagnosis = getattr(error, "diagnosis", None)
+    if diagnosis is not None and hasattr(diagnosis, "message"):
+        return str(diagnosis.message())
+    return checking.one_line(error)
+
+
+def _cache_key(source: str, built: Built, context: sweep.SweepContext) -> dict[str, Any]:
+    leaves = jax.tree_util.tree_leaves((built.args, built.kwargs))
+    inputs = [
+        [list(np.shape(leaf)), str(leaf.dtype)] if hasattr(leaf, "dtype") else _static(leaf)
+        for leaf in leaves
+    ]
+    return {
+        "source": tune_cache.digest(source),
+        "inputs": inputs,
+        "backend": context.plan.backend,
+        "device": context.plan.device,
+        "jax": jax.__version__,
+        "pallaslab": version.__version__,
+    }
+
+
+def _static(leaf: Any) -> Any:
+    return (
+        leaf if isinstance(leaf, int | float | str | bool) or leaf is None else type(leaf).__name__
+    )
+
+
+def _try_config(
+    built: Built | str,
+    config: dict[str, Any],
+    *,
+    ref: Any,
+    context: sweep.SweepContext,
+    settings: harness.TimerSettings | None,
+    notices: list[str],
+) -> tuple[sweep.Row, roofline.Work | None]:
+    """Lowers, compiles, runs, checks and times one config; says where it failed."""
+    label = config_label(config)
+
+    def failed(status: str, error: str) -> tuple[sweep.Row, None]:
+        return sweep.Row(sweep.PALLAS, label, config=config, status=status, error=error), None
+
+    if isinstance(built, str):
+        return failed("failed to build", built)
+    try:
+        program = tracing.trace_program(built.fn, built.args, built.kwargs)
+        inspection = Inspection.from_program(program)
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        return failed("failed to trace", _message(error))
+    for kernel in inspection.kernels:
+        for stray in stray_blocks(kernel):
+            return failed(
+                "failed: block outside its array", f"in kernel {kernel.name}, {stray.describe()}"
+            )
+    if error_text := _lowering_error(inspection, program, notices):
+        return failed("failed to lower", error_text)
+    try:
+        prepared = harness.prepare(built.fn, built.args, built.kwargs)
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        return failed("failed to compile", checking.one_line(error))
+    try:
+        timing, outputs = harness.measure_prepared(prepared, settings)
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        return failed("failed to run", checking.one_line(error))
+    fields: dict[str, Any] = {"config": config}
+    if ref is not None:
+        try:
+            expected = ref(*built.args, **built.kwargs) if callable(ref) else ref
+            comparison = checking.compare_located(
+                [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)],
+                expected,
+                inspection,
+                leaves=program.dynamic_leaves(built.args, built.kwargs),
+            )
+            fields.update(correct=comparison.ok, max_abs_err=comparison.max_abs_err)
+            if not comparison.ok:
+                fields.update(
+                    status="wrong", error=comparison.problem or sweep.mismatch_text(comparison)
+                )
+        except KeyboardInterrupt:
+            raise
+        except Exception as error:
+            fields.update(status="wrong", error=f"the reference failed: {checking.one_line(error)}")
+    work = roofline.program_work(inspection.kernels, program.args, program.outputs)
+    peaks = context.peaks(work.dtype)
+    row = sweep.measured_row(sweep.PALLAS, label, timing, work, peaks=peaks, **fields)
+    return row, work
+
+
+def _lowering_error(inspection: Inspection, program: Any, notices: list[str]) -> str:
+    """On CPU: lowers kernels written for a GPU backend for CUDA; the error, or ""."""
+    if jax.default_backend() != "cpu":
+        return ""  # compiling for the device at hand checks the real thing
+    targets = {_CROSS_LOWER[k.backend] for k in inspection.kernels if k.backend in _CROSS_LOWER}
+    if any(k.backend == "mosaic_tpu" for k in inspection.kernels):
+        notices.append(
+            "TPU (Mosaic) lowering is not checked on CPU: configs are run in interpret mode only."
+        )
+    if not targets or program.flat_fn is None:
+        return ""
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.args]
+    for platform in sorted(targets):
+        try:
+            jax.jit(program.flat_fn).trace(*specs).lower(lowering_platforms=(platform,))
+        except TypeError as error:
+            if "lowering_platforms" in str(error):
+                notices.append(f"this JAX cannot lower for {platform} on CPU; lowering not checked")
+                return ""
+            return f"lowering for {platform}: {checking.one_line(error)}"
+        except KeyboardInterrupt:
+            raise
+        except Exception as error:
+            return f"lowering for {platform}: {checking.one_line(error)}"
+    return ""
+
+
+def _baseline(
+    ref: Callable[..., Any],
+    built: Built,
+    work: roofline.Work | None,
+    context: sweep.SweepContext,
+    settings: harness.TimerSettings | None,
+) -> sweep.Row:
+    """The reference under `jax.jit`, timed on the same inputs, with the kernels' work."""
+    label = "XLA baseline"
+    try:
+        prepared = harness.prepare(ref, built.args, built.kwargs)
+        timing, _ = harness.measure_prepared(prepared, settings)
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        return sweep.Row(sweep.XLA, label, status="failed", error=checking.one_line(error))
+    if work is None:
+        leaves = [
+            a for a in jax.tree_util.tree_leaves((built.args, built.kwargs)) if hasattr(a, "dtype")
+        ]
+        work = roofline.program_work(
+            (),
+            [ArraySpec(f"[{k}]", tuple(np.shape(a)), str(a.dtype)) for k, a in enumerate(leaves)],
+            (),
+            xla_cost=lambda: roofline.xla_cost_analysis(ref, [*built.args]),
+        )
+    return sweep.measured_row(sweep.XLA, label, timing, work, peaks=context.peaks(work.dtype))
+
+
+def _best(rows: Sequence[sweep.Row]) -> dict[str, Any] | None:
+    candidates = [
+        r
+        for r in rows
+        if r.impl == sweep.PALLAS
+        and r.status == "ok"
+        and r.correct is not False
+        and math.isfinite(r.median_ms)
+    ]
+    if not candidates:
+        return None
+    return dict(min(candidates, key=lambda r: r.median_ms).config)

@@ -1,0 +1,165 @@
+"""Static plots of a sweep or a tuning run (matplotlib, Agg): for saved notebooks.
+
+The live widget draws in the browser; these PNGs are the fallback that stays in a
+saved or exported notebook. No JAX here: the inputs are the rows' plain dicts.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+COLOURS = {"pallas": "#1976d2", "xla": "#bc4c00"}
+METRICS = {
+    "time": ("median_ms", "time (ms, median; bars: IQR)"),
+    "tflops": ("tflops", "TFLOP/s"),
+    "gbps": ("gbps", "GB/s"),
+}
+
+
+def png(plan: dict[str, Any], rows: Sequence[dict[str, Any]], metric: str = "time") -> bytes:
+    """The metric vs size (or config), Pallas vs XLA, and the roofline when a chip is known."""
+    import matplotlib  # noqa: PLC0415 - only when a static plot is asked for
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    show_roof = bool(plan.get("chip")) and plan.get("backend") != "cpu"
+    figure = Figure(figsize=(10 if show_roof else 6, 3.6), dpi=80, layout="constrained")
+    axes = figure.subplots(1, 2 if show_roof else 1, squeeze=False)[0]
+    _metric_axes(axes[0], plan, rows, metric)
+    if show_roof:
+        _roofline_axes(axes[1], plan, rows)
+    if plan.get("note"):
+        figure.suptitle(f"{plan.get('title', '')}\n{plan['note']}", fontsize=9, color="#8a5000")
+    else:
+        figure.suptitle(str(plan.get("title", "")), fontsize=10)
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        # Long config labels can leave constrained layout no room; the plot still reads.
+        warnings.filterwarnings("ignore", "constrained_layout not applied", UserWarning)
+        figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def png_base64(plan: dict[str, Any], rows: Sequence[dict[str, Any]], metric: str = "time") -> str:
+    """`png` as base64 text, for an `<img src="data:...">`."""
+    return base64.b64encode(png(plan, rows, metric)).decode("ascii")
+
+
+def _metric_axes(
+    ax: Any, plan: dict[str, Any], rows: Sequence[dict[str, Any]], metric: str
+) -> None:
+    key, label = METRICS.get(metric, METRICS["time"])
+    measured = [r for r in rows if isinstance(r.get(key), int | float)]
+    categorical = plan.get("kind") == "tune" or any(r.get("x") is None for r in measured)
+    points = list(
+        dict.fromkeys(
+            r["point"] for r in rows if r.get("impl") != "xla" or plan.get("kind") != "tune"
+        )
+    )
+    for impl in dict.fromkeys(r["impl"] for r in measured):
+        mine = [r for r in measured if r["impl"] == impl]
+        if plan.get("kind") == "tune" and impl == "xla":
+            for r in mine:
+                ax.axhline(
+                    r[key], color=COLOURS.get(impl, "#555"), linestyle="--", label="XLA baseline"
+                )
+            continue
+        xs = [points.index(r["point"]) if categorical else r["x"] for r in mine]
+        ys = [r[key] for r in mine]
+        colour = COLOURS.get(impl)
+        if key == "median_ms":
+            low = [r[key] - (r.get("p25_ms") or r[key]) for r in mine]
+            high = [(r.get("p75_ms") or r[key]) - r[key] for r in mine]
+            ax.errorbar(
+                xs,
+                ys,
+                yerr=[low, high],
+                marker="o",
+                color=colour,
+                label=impl,
+                capsize=3,
+                linestyle="none" if categorical else "-",
+            )
+        else:
+            ax.plot(
+                xs,
+                ys,
+                marker="o",
+                color=colour,
+                label=impl,
+                linestyle="none" if categorical else "-",
+            )
+    failed = [r for r in rows if str(r.get("status", "ok")) != "ok"]
+    for r in failed:
+        if r["point"] in points:
+            ax.annotate(
+                "✗" if str(r["status"]).startswith("failed") else "≠",
+                (points.index(r["point"]), 0),
+                xycoords=("data", "axes fraction"),
+                ha="center",
+                va="bottom",
+                color="#cf222e",
+                fontsize=12,
+            )
+    if categorical:
+        ax.set_xticks(range(len(points)))
+        # A config's "A=1, B=2" is drawn one name per line.
+        ax.set_xticklabels([p.replace(", ", "\n") for p in points], fontsize=7)
+    else:
+        xs_all = [r["x"] for r in measured if r.get("x")]
+        if xs_all and min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 8:
+            ax.set_xscale("log", base=2)
+        ax.set_xlabel(str(plan.get("x_label", "size")))
+    ys_all = [r[key] for r in measured if r[key] and r[key] > 0]
+    if ys_all and max(ys_all) / min(ys_all) > 20:
+        ax.set_yscale("log")
+    ax.set_ylabel(label)
+    ax.grid(True, alpha=0.3)
+    if measured:
+        ax.legend(fontsize=8)
+
+
+def _roofline_axes(ax: Any, plan: dict[str, Any], rows: Sequence[dict[str, Any]]) -> None:
+    peak, bandwidth = float(plan.get("peak_flops") or 0), float(plan.get("peak_bandwidth") or 0)
+    placed = [
+        r
+        for r in rows
+        if isinstance(r.get("flops"), int | float)
+        and isinstance(r.get("bytes"), int | float)
+        and r["bytes"]
+        and isinstance(r.get("median_ms"), int | float)
+        and r["median_ms"] > 0
+    ]
+    intensities = [r["flops"] / r["bytes"] for r in placed] or [1.0]
+    low = min(min(intensities) / 4, peak / bandwidth / 8 if bandwidth else 1)
+    high = max(max(intensities) * 4, peak / bandwidth * 8 if bandwidth else 10)
+    xs = [low * (high / low) ** (k / 64) for k in range(65)]
+    ax.plot(
+        xs,
+        [min(peak, x * bandwidth) / 1e12 for x in xs],
+        color="#333",
+        label=f"{plan.get('chip')} roof",
+    )
+    for r in placed:
+        intensity = r["flops"] / r["bytes"]
+        achieved = r["flops"] / (r["median_ms"] / 1e3) / 1e12
+        ax.scatter([intensity], [achieved], color=COLOURS.get(r["impl"], "#555"), zorder=3)
+        pct = r.get("pct_of_peak")
+        text = f"{r['impl']} {r['point']}" + (
+            f" {pct:.0f}%" if isinstance(pct, int | float) and math.isfinite(pct) else ""
+        )
+        ax.annotate(
+            text, (intensity, achieved), fontsize=6, xytext=(3, 3), textcoords="offset points"
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("TFLOP/s")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
