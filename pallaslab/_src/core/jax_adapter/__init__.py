@@ -8,7 +8,8 @@ that needs it degrades with a clear notice (`feature_notice`), and
 
 Modules: `probes` (guarded imports), `kernels` (finding kernels, records, jaxpr text),
 `indexmaps` (index maps to NumPy expressions), `execution` (interpret mode on CPU,
-recording kernels as they are bound, prefetch values), `errors` (context for messages).
+recording kernels as they are bound, prefetch values), `errors` (context for messages),
+`lowering` (lowering one kernel for GPU/TPU, reading the kernel out of the module).
 """
 
 from pallaslab._src.core.jax_adapter.errors import KernelCallContext as KernelCallContext
@@ -30,4 +31,18 @@ from pallaslab._src.core.jax_adapter.kernels import KernelSite as KernelSite
 from pallaslab._src.core.jax_adapter.kernels import find_kernel_sites as find_kernel_sites
 from pallaslab._src.core.jax_adapter.kernels import jaxpr_text as jaxpr_text
 from pallaslab._src.core.jax_adapter.kernels import kernel_from_site as kernel_from_site
+from pallaslab._src.core.jax_adapter.lowering import KernelPayload as KernelPayload
+from pallaslab._src.core.jax_adapter.lowering import export_for_tpu as export_for_tpu
+from pallaslab._src.core.jax_adapter.lowering import kernel_avals as kernel_avals
+from pallaslab._src.core.jax_adapter.lowering import kernel_function as kernel_function
+from pallaslab._src.core.jax_adapter.lowering import kernel_payloads as kernel_payloads
+from pallaslab._src.core.jax_adapter.lowering import lower_module as lower_module
+from pallaslab._src.core.jax_adapter.lowering import (
+    lowering_error_location as lowering_error_location,
+)
+from pallaslab._src.core.jax_adapter.lowering import (
+    lowering_error_primitive as lowering_error_primitive,
+)
+from pallaslab._src.core.jax_adapter.lowering import module_text as module_text
+from pallaslab._src.core.jax_adapter.lowering import tpu_chip_known as tpu_chip_known
 from pallaslab._src.core.jax_adapter.probes import feature_notice as feature_notice
