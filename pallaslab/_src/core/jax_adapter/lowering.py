@@ -83,12 +83,16 @@ class KernelPayload:
         asm: The kernel's module as MLIR text with debug info (locations).
         params: Launch parameters from the backend config (Triton: num_warps,
             num_stages, grid_x/y/z).
+        generic_asm: The module in MLIR's generic op form (Triton only): other
+            builds of the dialect (the triton package's) parse it even where the
+            custom syntax of an op changed between versions.
     """
 
     backend: str
     name: str
     asm: str
     params: tuple[tuple[str, Any], ...] = ()
+    generic_asm: str = ""
 
     def param(self, key: str, default: Any = None) -> Any:
         """One launch parameter."""
@@ -226,7 +230,8 @@ def _triton_payload(attributes: Any) -> KernelPayload:
     name = ir.StringAttr(config["name"]).value if "name" in config else ""
     context = _require(jax_mlir, "jax._src.interpreters.mlir").make_ir_context()
     _require(jax_triton, "jax._src.lib.triton").dialect.register_dialect(context)
-    return KernelPayload("triton", name, _parse_and_print(bytecode, context), tuple(params))
+    asm, generic = _parse_and_print(bytecode, context, generic=True)
+    return KernelPayload("triton", name, asm, tuple(params), generic)
 
 
 def _mosaic_gpu_payload(attributes: Any) -> KernelPayload:
@@ -235,7 +240,7 @@ def _mosaic_gpu_payload(attributes: Any) -> KernelPayload:
     context = _require(jax_mlir, "jax._src.interpreters.mlir").make_ir_context()
     _require(jax_mosaic_gpu, "jax._src.lib.mosaic_gpu_dialect").register_dialect(context)
     # The module is stored in Mosaic GPU's versioned (serialized) form: undo that.
-    asm = _parse_and_print(bytecode, context, "mosaic_gpu-serde{serialize=false}")
+    asm, _ = _parse_and_print(bytecode, context, "mosaic_gpu-serde{serialize=false}")
     name = _module_name(asm)
     return KernelPayload("mosaic_gpu", name, asm)
 
@@ -246,14 +251,17 @@ def _mosaic_tpu_payload(attributes: Any) -> KernelPayload:
     bytecode = base64.b64decode(call_config["body"])
     context = _require(jax_mlir, "jax._src.interpreters.mlir").make_ir_context()
     _require(jax_tpu, "jax._src.lib.tpu").register_dialect(context)
-    asm = _parse_and_print(bytecode, context, "mosaic-serde{serialize=false}")
+    asm, _ = _parse_and_print(bytecode, context, "mosaic-serde{serialize=false}")
     params = tuple(
         (k, v) for k, v in call_config.items() if k != "body" and isinstance(v, (str, int, bool))
     )
     return KernelPayload("mosaic_tpu", _first_func_name(asm), asm, params)
 
 
-def _parse_and_print(bytecode: bytes, context: Any, deserialize: str = "") -> str:
+def _parse_and_print(
+    bytecode: bytes, context: Any, deserialize: str = "", *, generic: bool = False
+) -> tuple[str, str]:
+    """The module as text with locations, and (if asked) in generic op form."""
     with context:
         if deserialize:
             context.allow_unregistered_dialects = True
@@ -261,7 +269,14 @@ def _parse_and_print(bytecode: bytes, context: Any, deserialize: str = "") -> st
         if deserialize:
             passmanager.PassManager.parse(f"builtin.module({deserialize})").run(module.operation)
             context.allow_unregistered_dialects = False
-        return str(module.operation.get_asm(enable_debug_info=True, large_elements_limit=32))
+        operation = module.operation
+        asm = str(operation.get_asm(enable_debug_info=True, large_elements_limit=32))
+        generic_asm = (
+            str(operation.get_asm(enable_debug_info=True, print_generic_op_form=True))
+            if generic
+            else ""
+        )
+        return asm, generic_asm
 
 
 def _module_name(asm: str) -> str:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
 
-from pallaslab._src import hardware
+from pallaslab._src import hardware, sources
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.lowering import sourcemap, tpu_compile, tpu_rules, triton_build
 from pallaslab._src.core.lowering.occupancy import occupancy
@@ -212,6 +212,7 @@ class Lowerer:
     ) -> Lowered:
         language = language or target.language
         text, source_map = sourcemap.clean(raw, language, _kernel_file(kernel))
+        source_map = _readable(source_map)
         return Lowered(
             target=target.name,
             kernel=kernel.name if kernel else "",
@@ -263,7 +264,7 @@ class Lowerer:
         def make() -> triton_build.TritonBuild:
             try:
                 return triton_build.compile_ttir(
-                    payload.asm,
+                    payload.generic_asm or payload.asm,
                     arch,
                     num_warps=int(payload.param("num_warps", 4)),
                     num_stages=int(payload.param("num_stages", 3)),
@@ -403,7 +404,7 @@ class Lowerer:
                     mosaic_gpu=mosaic_gpu,
                     tpu_generation=DEFAULT_TPU_CHIP if platform == "tpu" else None,
                 )
-            return jax_adapter.module_text(module)
+            return sourcemap.elide_long_strings(jax_adapter.module_text(module))
 
         try:
             raw = lower(None)
@@ -550,7 +551,20 @@ def _strip_status(text: str) -> str:
 
 def _stage(name: str, raw: str, language: str, default_file: str) -> Stage:
     text, source_map = sourcemap.clean(raw, language, default_file)
-    return Stage(name, text, language, source_map)
+    return Stage(name, text, language, _readable(source_map))
+
+
+def _readable(source_map: sourcemap.SourceMap) -> sourcemap.SourceMap:
+    """Entries whose file's source can be shown (drops `<string>` and the like)."""
+    shown: dict[str, bool] = {}
+    kept = []
+    for entry in source_map:
+        file = entry[1]
+        if file not in shown:
+            shown[file] = bool(sources.lines(file))
+        if shown[file]:
+            kept.append(entry)
+    return tuple(kept)
 
 
 def _kernel_file(kernel: Kernel | None) -> str:

@@ -411,6 +411,29 @@ def hlo_text(text: str) -> tuple[str, SourceMap]:
     return text, tuple(source_map)
 
 
+def elide_long_strings(text: str, limit: int = 240) -> str:
+    """Text with string literals longer than `limit` cut short.
+
+    Kernel bytecode in custom-call configs runs to hundreds of kilobytes on one line.
+    """
+    if len(text) < limit:
+        return text
+    pieces: list[str] = []
+    pos = start = 0
+    while True:
+        pos = text.find('"', pos)
+        if pos < 0:
+            break
+        end = _skip_string(text, pos)
+        if end - pos - 2 > limit:
+            pieces.append(text[start : pos + 1 + 48])
+            pieces.append(f'... {end - pos - 2 - 48} more characters elided"')
+            start = end
+        pos = end
+    pieces.append(text[start:])
+    return "".join(pieces)
+
+
 Cleaner = Callable[[str, str], tuple[str, SourceMap]]
 
 # The cleaner for each language a lowering can be written in.

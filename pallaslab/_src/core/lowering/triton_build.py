@@ -62,23 +62,26 @@ def with_function_location(ttir: str, file: str, line: int) -> str:
     """TTIR whose `tt.func` carries the kernel's file as its location.
 
     Triton names the file of its debug info (PTX `.file`, SASS `//## File`) after the
-    function's own location, which Pallas leaves unknown.
+    function's own location, which Pallas leaves unknown. Reads the custom and the
+    generic op form: the function's location is on its closing line.
     """
     if not file:
         return ttir
     lines = ttir.splitlines()
     func_indent = None
+    escaped = file.replace("\\", "\\\\").replace('"', '\\"')
+    location = f'loc("{escaped}":{max(line, 1)}:0)'
     for index, text in enumerate(lines):
         stripped = text.lstrip()
+        indent = len(text) - len(stripped)
         if func_indent is None:
-            if stripped.startswith("tt.func "):
-                func_indent = len(text) - len(stripped)
+            if stripped.startswith(("tt.func ", '"tt.func"(')):
+                func_indent = indent
             continue
-        if len(text) - len(stripped) == func_indent and stripped.startswith("}"):
-            escaped = file.replace("\\", "\\\\").replace('"', '\\"')
-            location = f'loc("{escaped}":{max(line, 1)}:0)'
-            lines[index] = re.sub(r"loc\(.*\)\s*$", location, text)
-            if "loc(" not in text:
+        if indent == func_indent and stripped.startswith("}"):
+            if "loc(" in text:
+                lines[index] = text[: text.rindex("loc(")] + location
+            else:
                 lines[index] = f"{text} {location}"
             break
     return "\n".join(lines) + "\n"
