@@ -1,15 +1,19 @@
 """pallaslab: trace, lower, map and check JAX Pallas kernels, in Jupyter and in scripts.
 
 In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
-`pallaslab.inspect(fn, *example_args)`.
+`pallaslab.inspect(fn, *example_args)`, then `.lower("ptx:sm_90")` for any target in
+`pallaslab.targets()`.
 """
 
 from typing import Any as _Any
 
 from pallaslab._src.core import display as _display
 from pallaslab._src.core.inspection import Inspection as Inspection
+from pallaslab._src.core.lowering.targets import targets as targets
 from pallaslab._src.core.tracing import inspect as inspect
 from pallaslab._src.indexmap import IndexMap as IndexMap
+from pallaslab._src.lowered import Lowered as Lowered
+from pallaslab._src.lowered import LoweringError as LoweringError
 from pallaslab._src.records import ArraySpec as ArraySpec
 from pallaslab._src.records import Comparison as Comparison
 from pallaslab._src.records import CostEstimate as CostEstimate

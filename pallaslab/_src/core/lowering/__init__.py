@@ -16,7 +16,6 @@ from pallaslab._src.core.lowering.engine import lowerer_for
 from pallaslab._src.core.lowering.targets import Target as Target
 from pallaslab._src.core.lowering.targets import all_targets as all_targets
 from pallaslab._src.core.lowering.targets import parse_target as parse_target
-from pallaslab._src.core.lowering.targets import targets as targets
 from pallaslab._src.lowered import Lowered
 
 if TYPE_CHECKING:

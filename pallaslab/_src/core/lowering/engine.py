@@ -232,7 +232,7 @@ class Lowerer:
         if payload.backend != "mosaic_gpu":
             raise LoweringFailedError(
                 LoweringError(
-                    f"{kernel.name} passes Triton compiler params (pltriton.CompilerParams), "
+                    f"`{kernel.name}` passes Triton compiler params (pltriton.CompilerParams), "
                     "which select the Triton backend: it has no Mosaic GPU lowering. See the "
                     "'triton' and 'ptx:sm_90' targets.",
                     kernel.call_site or kernel.source,
@@ -245,7 +245,7 @@ class Lowerer:
         if payload.backend != "triton":
             raise LoweringFailedError(
                 LoweringError(
-                    f"{kernel.name} is a Mosaic GPU kernel (plgpu): it has no Triton lowering. "
+                    f"`{kernel.name}` is a Mosaic GPU kernel (plgpu): it has no Triton lowering. "
                     "See the 'mosaic-gpu' target.",
                     kernel.call_site or kernel.source,
                 )
@@ -499,7 +499,7 @@ def explain(
     location = jax_adapter.lowering_error_location(error.__traceback__)
     primitive = jax_adapter.lowering_error_primitive(error.__traceback__)
     where = "TPU " + chip if chip else {"cuda": "GPU", "tpu": "TPU"}.get(platform, "this machine")
-    name = kernel.name if kernel else "a kernel of the program"
+    name = f"`{kernel.name}`" if kernel else "a kernel of the program"
     if params := _PARAMS.search(text):
         backend = {"tpu": "pltpu.CompilerParams (Mosaic TPU)", "gpu": "GPU compiler params"}
         chosen = backend.get(params.group(1), params.group(1))
@@ -509,7 +509,7 @@ def explain(
         message = _first_lines(text, 1)
         return LoweringError(message, _site(kernel), detail=text, kind="tiling")
     summary = _first_lines(text) or "(no message)"
-    if primitive:
+    if primitive and primitive not in ("pallas_call", *jax_adapter.MESH_KERNELS):
         summary = f"{summary} (while lowering `{primitive}`)"
     message = f"{name} cannot be lowered for {where}: {type(error).__name__}: {summary}"
     return LoweringError(

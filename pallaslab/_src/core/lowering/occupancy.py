@@ -40,8 +40,9 @@ def occupancy(
     elif shared_bytes > 0:
         per_block = shared_bytes + gpu.reserved_shared_memory_per_block
         limits["shared memory"] = gpu.shared_memory_per_sm // per_block
-    # Ties go to the first named: the resource a kernel author can act on.
-    order = ("registers", "shared memory", "warps", "blocks")
+    # Ties go to the first named: a kernel that fills the SM's warp slots is limited
+    # by nothing it could change.
+    order = ("warps", "blocks", "registers", "shared memory")
     limiter = min((k for k in order if k in limits), key=lambda k: limits[k])
     blocks = limits[limiter]
     return Occupancy(
