@@ -599,7 +599,7 @@ def test_plgpu_kernels_lower_for_mosaic_gpu():
     from jax.experimental.pallas import mosaic_gpu as plgpu
 
     def body(x_ref, o_ref):
-        o_ref[...] = x_ref[...] * 2.0
+        o_ref[...] = x_ref[...] * 3.0
 
     @jax.jit
     def double(x):
@@ -608,7 +608,7 @@ def test_plgpu_kernels_lower_for_mosaic_gpu():
     inspection = pallaslab.inspect(double, S(256))
     lowered = inspection.lower("mosaic-gpu")
     assert lowered.ok, lowered.error
-    mul_line = _line_of(__file__, "o_ref[...] = x_ref[...] * 2.0")
+    mul_line = _line_of(__file__, "o_ref[...] = x_ref[...] * 3.0")
     assert any("arith.mulf" in t for t in _texts_at(lowered, __file__, mul_line))
     triton = inspection.lower("triton")
     assert not triton.ok and "Mosaic GPU" in triton.error.message
