@@ -114,6 +114,14 @@ class Lowerer:
         if target.program:
             return self._stablehlo(target)
         assert kernel is not None
+        if kernel.kind == "plgpu.kernel" and target.kind != "mosaic-gpu":
+            raise LoweringFailedError(
+                LoweringError(
+                    f"`{kernel.name}` is a Mosaic GPU kernel ({kernel.kind}): only the "
+                    "'mosaic-gpu' target takes it.",
+                    kernel.call_site or kernel.source,
+                )
+            )
         if target.kind == "mosaic-gpu":
             return self._mosaic_gpu(target, kernel)
         if target.kind == "triton" and target.stage == "ttir":
