@@ -33,11 +33,18 @@ class Inspector(anywidget.AnyWidget):
     selected = traitlets.Unicode("").tag(sync=True)
     problem = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
 
-    def __init__(self, inspection: Inspection, problem: Problem | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        inspection: Inspection,
+        problem: Problem | None = None,
+        selected: str | None = None,
+        **kwargs: Any,
+    ):
         self._inspection = inspection
         self._problem = problem
         self._tab_list: list[Tab] = all_tabs()
-        first = self._tab_list[0].id
+        ids = [t.id for t in self._tab_list]
+        first = selected if selected in ids else ids[0]
         super().__init__(
             header=header(inspection),
             tabs=[{"id": t.id, "title": t.title} for t in self._tab_list],
@@ -46,6 +53,8 @@ class Inspector(anywidget.AnyWidget):
             problem=problem.to_json() if problem else None,
             **kwargs,
         )
+        self._load_selected({"new": first})
+        self.on_msg(self._on_message)
 
     @property
     def inspection(self) -> Inspection:
@@ -66,6 +75,15 @@ class Inspector(anywidget.AnyWidget):
         for tab in self._tab_list:
             if tab.id == tab_id:
                 self.panes = {**self.panes, tab_id: self._build(tab)}
+                return
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """Routes a front-end message to the tab it names (data fetched on demand)."""
+        if not isinstance(content, dict):
+            return
+        for tab in self._tab_list:
+            if tab.id == content.get("tab") and tab.on_message is not None:
+                tab.on_message(self._inspection, content, self.send)
                 return
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:

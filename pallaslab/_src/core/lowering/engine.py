@@ -31,10 +31,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-TRITON_NOTE = (
-    "XLA compiles Pallas' Triton IR with its own built-in Triton; this text comes from "
-    "the triton package and may differ in detail."
-)
+TRITON_NOTE = "XLA's built-in Triton may differ in detail."
 MOSAIC_GPU_NOTE = (
     "PTX and SASS of Mosaic GPU kernels are out of reach on a CPU-only machine: the "
     "passes that take this module to PTX (and ptxas) live in the CUDA plugin "
@@ -156,7 +153,7 @@ class Lowerer:
             version = triton_build.triton_version()
             return (
                 f"{target.title} of {what}: triton {version} compiler on the TTIR of the "
-                f"{jax_version} Pallas lowering. {TRITON_NOTE}"
+                f"{jax_version} Pallas lowering; {TRITON_NOTE}"
             )
         if target.kind == "mosaic-tpu":
             return (
@@ -301,7 +298,6 @@ class Lowerer:
             kernel,
             build.texts[target.stage],
             resources=gpu_resources(build),
-            notes=(TRITON_NOTE,),
         )
 
     def _mosaic_tpu(self, target: Target, kernel: Kernel) -> Lowered:

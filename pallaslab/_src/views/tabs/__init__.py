@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
 
 Payload = dict[str, Any]
+# Answers a message from the tab's front end: (inspection, message, send).
+MessageHandler = Callable[["Inspection", dict[str, Any], Callable[[dict[str, Any]], None]], None]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +35,8 @@ class Tab:
         eager: Whether the payload is built when the inspector opens; lazy tabs are
             built when first selected.
         order: Position among the tabs (lower first).
+        on_message: Answers messages the tab's front end sends (`model.send`
+            with `{"tab": id, ...}`), for data fetched on demand.
     """
 
     id: str
@@ -41,6 +45,7 @@ class Tab:
     static_html: Callable[[Inspection], str]
     eager: bool = True
     order: int = 50
+    on_message: MessageHandler | None = None
 
 
 @functools.cache
