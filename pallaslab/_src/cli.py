@@ -158,11 +158,10 @@ def _resources_text(resources: Any) -> str:
             f"occupancy on {row['gpu']}: {row['percent']}%, {row['blocks']} blocks/SM, "
             f"limited by {row['limiter']}{same}"
         )
-    for block in data.get("blocks", []):
-        lines.append(
-            f"VMEM {block['operand']} {block['block']} {block['dtype']} x{block['buffers']}: "
-            f"{block['padded']}"
-        )
+    lines.extend(
+        f"VMEM {b['operand']} {b['block']} {b['dtype']} x{b['buffers']}: {b['padded']}"
+        for b in data.get("blocks", [])
+    )
     lines.extend(f"tiling: {p['message']} {p['hint']}" for p in data.get("tiling", []))
     lines.extend(
         f"{u['unit']}: {u['mean']} of {u['slots']} slots per bundle"
