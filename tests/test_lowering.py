@@ -612,3 +612,18 @@ def test_plgpu_kernels_lower_for_mosaic_gpu():
     assert any("arith.mulf" in t for t in _texts_at(lowered, __file__, mul_line))
     triton = inspection.lower("triton")
     assert not triton.ok and "Mosaic GPU" in triton.error.message
+
+
+def test_the_cache_lives_and_dies_with_its_program():
+    import gc
+
+    from pallaslab._src.core.lowering import engine
+
+    case = corpus.vector_add()
+    inspection = pallaslab.inspect(case.fn, *case.args)
+    inspection.lower("triton")
+    key = id(inspection.program)
+    assert key in engine._LOWERERS
+    del inspection
+    gc.collect()
+    assert key not in engine._LOWERERS

@@ -51,11 +51,19 @@ class Lowerer:
     """Lowers the kernels of one traced program, caching every result."""
 
     def __init__(self, program: Program) -> None:
-        self._program = program
+        # Weak: the cache lives as long as the program, and must not keep it alive.
+        self._program_ref = weakref.ref(program)
         self._results: dict[tuple[int | None, str], Lowered] = {}
         self._shared: dict[tuple[Any, ...], Any] = {}
         self._lock = threading.RLock()
         self.order: list[tuple[int | None, str]] = []
+
+    @property
+    def _program(self) -> Program:
+        program = self._program_ref()
+        if program is None:  # pragma: no cover - the program owns its lowerer
+            raise ReferenceError("the traced program is gone")
+        return program
 
     def cached(self, index: int | None, target: Target) -> Lowered | None:
         """The result for (kernel, target) if it was lowered already."""
