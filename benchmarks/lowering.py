@@ -91,7 +91,7 @@ def inspect_seed() -> pallaslab.Inspection:
 
 def inspect_tpu() -> pallaslab.Inspection:
     fn = functools.partial(tpu_matmul.matmul, block_shape=(128, 128))
-    return pallaslab.inspect(lambda a, b: fn(a, b), *_operands())
+    return pallaslab.inspect(fn, *_operands())
 
 
 def inspect_mosaic_gpu() -> pallaslab.Inspection:
@@ -107,7 +107,7 @@ def inspect_mosaic_gpu() -> pallaslab.Inspection:
     )
     fn = functools.partial(hopper_matmul_mgpu.matmul, c=None, config=config)
     with jax.sharding.use_abstract_mesh(mesh):
-        return pallaslab.inspect(lambda a, b: fn(a, b), *_operands())
+        return pallaslab.inspect(fn, *_operands())
 
 
 CASES: dict[str, Callable[[], pallaslab.Inspection]] = {
