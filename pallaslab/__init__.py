@@ -9,7 +9,6 @@ from typing import Any as _Any
 
 from pallaslab._src.core import display as _display
 from pallaslab._src.core.inspection import Inspection as Inspection
-from pallaslab._src.core.lowering.targets import targets as targets
 from pallaslab._src.core.tracing import inspect as inspect
 from pallaslab._src.indexmap import IndexMap as IndexMap
 from pallaslab._src.lowered import Lowered as Lowered
@@ -22,6 +21,7 @@ from pallaslab._src.records import Operand as Operand
 from pallaslab._src.records import OutputSummary as OutputSummary
 from pallaslab._src.records import RunResult as RunResult
 from pallaslab._src.records import SourceLocation as SourceLocation
+from pallaslab._src.targets import targets as targets
 from pallaslab._src.version import __version__ as __version__
 
 

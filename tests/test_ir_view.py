@@ -9,7 +9,6 @@ import pytest
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src.core import lowering
 from pallaslab._src.views import bundle
 from pallaslab._src.views.inspector import Inspector
 from pallaslab._src.views.static_page import static_page
@@ -49,7 +48,7 @@ def test_the_ir_tab_is_lazy_and_lowers_nothing_until_asked(inspection):
     assert {"ptx:sm_90", "mosaic-tpu:v5e", "tpu-compile:v5e"} <= {
         t["name"] for t in pane["targets"]
     }
-    assert lowering.lowered_before(inspection) == []  # opening lowered nothing
+    assert inspection.lowerings() == []  # opening lowered nothing
 
 
 def test_text_arrives_in_pieces_with_its_source_map(inspection):

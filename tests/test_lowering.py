@@ -24,8 +24,8 @@ from jax.experimental.pallas.ops.tpu import flash_attention as tpu_flash_attenti
 from jax.experimental.pallas.ops.tpu import matmul as tpu_matmul
 
 import pallaslab
-from pallaslab._src import hardware, sources
-from pallaslab._src.core.lowering import occupancy, sourcemap, targets, tpu_compile, tpu_rules
+from pallaslab._src import hardware, sources, targets
+from pallaslab._src.core.lowering import occupancy, sourcemap, tpu_compile, tpu_rules
 from tests import corpus
 
 needs_triton = pytest.mark.skipif(

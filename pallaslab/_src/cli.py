@@ -172,7 +172,7 @@ def _resources_text(resources: Any) -> str:
 
 def _lower(options: argparse.Namespace) -> int:
     import pallaslab  # noqa: PLC0415
-    from pallaslab._src.core.lowering.targets import parse_target  # noqa: PLC0415
+    from pallaslab._src.targets import parse_target  # noqa: PLC0415
 
     try:
         parse_target(options.target)
@@ -220,7 +220,7 @@ def _lower(options: argparse.Namespace) -> int:
 
 
 def _targets() -> int:
-    from pallaslab._src.core.lowering.targets import (  # noqa: PLC0415
+    from pallaslab._src.targets import (  # noqa: PLC0415
         all_targets,
         unavailable_reason,
     )

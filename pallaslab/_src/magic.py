@@ -13,8 +13,8 @@ from IPython.display import display
 from pallaslab._src import sources
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.diagnose import Diagnosis
-from pallaslab._src.core.lowering.targets import parse_target
 from pallaslab._src.core.session import CellOptions, execute_cell, is_user_source
+from pallaslab._src.targets import parse_target
 from pallaslab._src.views.header import Problem
 from pallaslab._src.views.inspector import Inspector
 

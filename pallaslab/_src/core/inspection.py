@@ -158,6 +158,12 @@ class Inspection:
 
         return lowering.lower(self, target, kernel)
 
+    def lowerings(self) -> list[Lowered]:
+        """What `lower` produced for this inspection so far, the latest asked for last."""
+        from pallaslab._src.core import lowering  # noqa: PLC0415
+
+        return lowering.lowerings(self)
+
     def with_result(self, result: RunResult) -> Inspection:
         """This inspection with a run attached."""
         return dataclasses.replace(self, result=result)

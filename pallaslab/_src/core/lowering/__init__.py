@@ -2,10 +2,11 @@
 
 `lower(inspection, target, kernel)` lowers one kernel (or the whole program, for
 `stablehlo` targets) once and caches it; `targets()` lists what can be asked for.
-Modules: `targets` (names), `engine` (lowering and caching), `sourcemap` (locations
+Modules: `engine` (lowering and caching), `sourcemap` (locations
 out of compiler texts), `triton_build` (TTIR to PTX/SASS with the triton package),
 `tpu_rules` (the (8, 128) rule and VMEM), `tpu_compile` (libtpu compile-only in a
-worker process), `occupancy` (theoretical GPU occupancy).
+worker process), `occupancy` (theoretical GPU occupancy). Target names live in
+`pallaslab._src.targets` (no JAX there, so views and the CLI can read them).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pallaslab._src.core.lowering.engine import lowerer_for
-from pallaslab._src.core.lowering.targets import Target as Target
-from pallaslab._src.core.lowering.targets import all_targets as all_targets
-from pallaslab._src.core.lowering.targets import parse_target as parse_target
 from pallaslab._src.lowered import Lowered
+from pallaslab._src.targets import Target as Target
+from pallaslab._src.targets import all_targets as all_targets
+from pallaslab._src.targets import parse_target as parse_target
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -43,10 +44,10 @@ def lower(inspection: Inspection, target: str, kernel: str | int = 0) -> Lowered
     return lowerer_for(inspection.program).lower(parsed, chosen)
 
 
-def lowered_before(inspection: Inspection) -> list[tuple[int | None, str]]:
-    """(kernel index, target) of what was lowered for this inspection, latest last."""
+def lowerings(inspection: Inspection) -> list[Lowered]:
+    """What was lowered for this inspection so far, latest last."""
     try:
         program = inspection.program
     except ValueError:
         return []
-    return list(lowerer_for(program).order)
+    return lowerer_for(program).done()

@@ -22,9 +22,9 @@ from pallaslab._src import hardware, sources
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.lowering import sourcemap, tpu_compile, tpu_rules, triton_build
 from pallaslab._src.core.lowering.occupancy import occupancy
-from pallaslab._src.core.lowering.targets import DEFAULT_TPU_CHIP, Target, unavailable_reason
 from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, Stage, TpuResources
 from pallaslab._src.records import Kernel, SourceLocation
+from pallaslab._src.targets import DEFAULT_TPU_CHIP, Target, unavailable_reason
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Program
@@ -65,9 +65,9 @@ class Lowerer:
             raise ReferenceError("the traced program is gone")
         return program
 
-    def cached(self, index: int | None, target: Target) -> Lowered | None:
-        """The result for (kernel, target) if it was lowered already."""
-        return self._results.get((None if target.program else index, target.name))
+    def done(self) -> list[Lowered]:
+        """Everything lowered so far, the most recently asked for last."""
+        return [self._results[key] for key in self.order]
 
     def lower(self, target: Target, kernel: Kernel | None) -> Lowered:
         """The kernel (None: the program) lowered for `target`, from the cache if there."""

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pallaslab._src import sources
+from pallaslab._src import targets as target_names
 from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, TpuResources
 from pallaslab._src.records import Kernel
 from pallaslab._src.views import fmt
@@ -36,8 +37,6 @@ Send = Callable[[dict[str, Any]], None]
 
 
 def _targets() -> list[dict[str, Any]]:
-    from pallaslab._src.core.lowering import targets as target_names  # noqa: PLC0415
-
     return [
         {
             "name": t.name,
@@ -66,12 +65,10 @@ def default_target(kernel: Kernel | None) -> str:
 
 def _initial(inspection: Inspection) -> dict[str, Any]:
     """Kernel and target to open on: what was lowered last, else the first kernel's."""
-    from pallaslab._src.core import lowering  # noqa: PLC0415
-
-    done = lowering.lowered_before(inspection)
+    done = inspection.lowerings()
     if done:
-        index, target = done[-1]
-        return {"kernel": index or 0, "target": target}
+        last = done[-1]
+        return {"kernel": last.kernel_index or 0, "target": last.target}
     first = inspection.kernels[0] if inspection.kernels else None
     return {"kernel": 0, "target": default_target(first)}
 
@@ -320,9 +317,7 @@ def _bytes(value: int | None) -> str:
 
 def static_html(inspection: Inspection) -> str:
     """The IR tab as HTML: the lowerings done so far, each cut to its first lines."""
-    from pallaslab._src.core import lowering  # noqa: PLC0415
-
-    done = lowering.lowered_before(inspection)
+    done = inspection.lowerings()
     if not done:
         return (
             "<p class='pl-notice'>Nothing lowered yet: choose a target in the IR tab, use "
@@ -330,8 +325,7 @@ def static_html(inspection: Inspection) -> str:
             '<code>inspection.lower("ptx:sm_90")</code>.</p>'
         )
     parts = []
-    for index, target in done:
-        lowered = inspection.lower(target, index or 0)
+    for lowered in done:
         title = f"{lowered.kernel or 'program'} · {lowered.target}"
         parts.append(
             f"<h4>{html.escape(title)}</h4><p class='pl-notice'>{html.escape(lowered.header)}</p>"

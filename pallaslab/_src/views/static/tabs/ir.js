@@ -106,6 +106,8 @@ TABS.ir = {
     const toolbar = h("div", { class: "pl-toolbar" }, "Kernel ", kernelPicker, " target ", targetPicker,
       stagePicker, openButton, status);
     const headerBox = h("div", { class: "pl-ir-header" });
+    // Pieces still arriving for an earlier drawing of this pane report here.
+    state.ui = { status, openButton, headerBox };
     const panes = h("div", { class: "pl-split" });
     const resourcesBox = h("div");
     root.append(toolbar, headerBox, resourcesBox, panes);
@@ -116,31 +118,39 @@ TABS.ir = {
       clear(headerBox); clear(panes); clear(resourcesBox);
       openButton.hidden = true;
       const cached = state.cache.get(key);
-      if (cached && cached.complete) return draw(cached, generation);
+      if (cached) {
+        // Complete, or still arriving (the pane was drawn again meanwhile): the
+        // pieces still to come go to the view drawn now.
+        cached.view = draw(cached, generation);
+        return;
+      }
       status.textContent = "Lowering\u2026";
       const message = { kernel: state.kernel, target: state.target, stage: state.stage };
       ask({ type: "lower", ...message }, (summary) => {
-        if (generation !== state.generation) return;
         if (summary.type === "failed") {
+          if (generation !== state.generation) return;
           status.textContent = "";
           return headerBox.append(h("p", { class: "pl-problem", text: summary.message }));
         }
-        const entry = { summary, lines: [], map: [], complete: summary.chunks === 0 };
+        const entry = { summary, lines: [], map: [], complete: summary.chunks === 0, view: null };
         state.cache.set(key, entry);
-        const view = draw(entry, generation);
+        if (generation === state.generation) entry.view = draw(entry, generation);
         const fetch = (index) => ask({ type: "chunk", index, ...message }, (piece) => {
+          const ui = state.ui;
           if (piece.type === "failed") {
-            status.textContent = "";
-            return headerBox.append(h("p", { class: "pl-problem", text: piece.message }));
+            state.cache.delete(key);
+            if (entry.view) ui.headerBox.append(h("p", { class: "pl-problem", text: piece.message }));
+            return;
           }
           for (const line of piece.lines) entry.lines.push(line);
           for (const m of piece.map) entry.map.push(m);
           entry.complete = piece.last;
-          if (generation === state.generation && view) {
+          const view = entry.view;
+          if (view && view.generation === state.generation) {
             view.textView.append(piece.lines);
             view.linker.addMap(piece.map);
-            status.textContent = piece.last ? done(summary) : "Loading " + entry.lines.length + " of " + summary.lines + " lines\u2026";
-            if (piece.last) openButton.hidden = window.__pallaslabLab !== true;
+            ui.status.textContent = piece.last ? done(summary) : "Loading " + entry.lines.length + " of " + summary.lines + " lines\u2026";
+            if (piece.last) ui.openButton.hidden = window.__pallaslabLab !== true;
           }
           if (!piece.last) fetch(index + 1);
         });
@@ -155,7 +165,7 @@ TABS.ir = {
     // Draws a lowering (complete, or its summary with text still arriving).
     const draw = (entry, generation) => {
       const summary = entry.summary;
-      status.textContent = entry.complete ? done(summary) : "";
+      status.textContent = entry.complete ? done(summary) : "Loading " + entry.lines.length + " of " + summary.lines + " lines\u2026";
       // Stages (a TPU compile's pass pipeline): the main text is "".
       clear(stagePicker);
       stagePicker.hidden = !summary.stages.length;
@@ -226,7 +236,7 @@ TABS.ir = {
           },
         }));
       };
-      return generation === state.generation ? { textView, linker } : null;
+      return { textView, linker, generation };
     };
 
     kernelPicker.addEventListener("change", () => {
