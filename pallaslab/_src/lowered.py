@@ -149,7 +149,8 @@ class TpuResources:
         tiling_problems: Blocks breaking the (8, 128) rule.
         bundles: VLIW bundles of the whole kernel (after a compile).
         loop_body_bundles: Bundles of the kernel's innermost loop: one grid step.
-        code_bytes: Generated code size of the compiled program.
+        code_bytes: Generated code size of the whole compiled program (libtpu's
+            memory analysis: the kernel and the runtime programs around it).
         utilization: Per functional unit: (unit, slots per bundle, mean slots used
             per bundle over the whole kernel).
     """

@@ -269,7 +269,7 @@ def resources(found: GpuResources | TpuResources | None) -> dict[str, Any] | Non
         if found.loop_body_bundles is not None:
             facts.append(["bundles per grid step (loop body)", str(found.loop_body_bundles)])
         if found.code_bytes is not None:
-            facts.append(["code size", fmt.nbytes(found.code_bytes)])
+            facts.append(["program code size (runtime included)", fmt.nbytes(found.code_bytes)])
         return {
             "kind": "tpu",
             "facts": facts,

@@ -20,7 +20,7 @@ function irResourceSummary(resources) {
   return ["TPU " + facts.get("chip"), "VMEM " + facts.get("VMEM of blocks and scratch"),
     facts.has("bundles") ? facts.get("bundles") + " bundles" : null,
     facts.has("bundles per grid step (loop body)") ? facts.get("bundles per grid step (loop body)") + " per grid step" : null,
-    facts.has("code size") ? "code " + facts.get("code size") : null,
+    facts.has("program code size (runtime included)") ? "program code " + facts.get("program code size (runtime included)") : null,
     resources.tiling.length ? resources.tiling.length + " block(s) break the (8, 128) rule" : null,
   ].filter(Boolean).join(" \u00b7 ");
 }
@@ -55,7 +55,7 @@ function irResources(resources) {
         h("div", { class: "pl-hint", text: t.hint })));
     }
     if (resources.utilization.length) {
-      box.append(h("h4", { text: "Mean slots used per bundle" }),
+      box.append(h("h4", { text: "Mean slots used per bundle, over the whole kernel" }),
         table(["unit", "slots", "mean used"], resources.utilization.map((u) => [u.unit, String(u.slots), String(u.mean)])));
     }
   }
