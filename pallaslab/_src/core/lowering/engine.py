@@ -133,6 +133,15 @@ class Lowerer:
             return self._ttir(target, kernel)
         if target.kind == "triton":
             return self._triton_stage(target, kernel)
+        if target.kind in ("mosaic-tpu", "tpu-compile") and not jax_adapter.tpu_chip_known(
+            target.arch
+        ):
+            raise LoweringFailedError(
+                LoweringError(
+                    f"jax {jax.__version__}'s Pallas does not know TPU {target.arch}.",
+                    kind="unavailable",
+                )
+            )
         if target.kind == "mosaic-tpu":
             return self._mosaic_tpu(target, kernel)
         if target.kind == "tpu-compile":

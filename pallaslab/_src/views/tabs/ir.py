@@ -8,6 +8,7 @@ thousands of lines never travels as one large message.
 
 from __future__ import annotations
 
+import functools
 import html
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -140,9 +141,16 @@ def _text_of(lowered: Lowered, stage: str) -> tuple[str, tuple[tuple[int, str, i
     return found.text, found.source_map
 
 
-def _chunks(text: str) -> list[tuple[int, int]]:
+@functools.lru_cache(maxsize=8)
+def _split(text: str) -> tuple[str, ...]:
+    # A text is asked for piece by piece: split it once (str caches its hash).
+    return tuple(text.split("\n")) if text else ()
+
+
+@functools.lru_cache(maxsize=8)
+def _chunks(text: str) -> tuple[tuple[int, int], ...]:
     """(first line, end line) of each piece, 0-based, end exclusive."""
-    lines = text.split("\n") if text else []
+    lines = _split(text)
     pieces = []
     start = 0
     size = 0
@@ -154,7 +162,7 @@ def _chunks(text: str) -> list[tuple[int, int]]:
         size += length
     if start < len(lines):
         pieces.append((start, len(lines)))
-    return pieces
+    return tuple(pieces)
 
 
 def summary(inspection: Inspection, lowered: Lowered, content: dict[str, Any]) -> dict[str, Any]:
@@ -172,7 +180,7 @@ def summary(inspection: Inspection, lowered: Lowered, content: dict[str, Any]) -
         "error": _error(lowered.error),
         "resources": resources(lowered.resources),
         "stages": [s.name for s in lowered.stages],
-        "lines": len(text.split("\n")) if text else 0,
+        "lines": len(_split(text)),
         "chunks": len(_chunks(text)),
         "mapped": len(source_map),
     }
@@ -189,7 +197,7 @@ def chunk(
     if not 0 <= index < len(pieces):
         raise IndexError(f"no piece {index} (there are {len(pieces)})")
     start, end = pieces[index]
-    lines = text.split("\n")[start:end]
+    lines = _split(text)[start:end]
     files = {f.file: k for k, f in enumerate(source_files(inspection))}
     return {
         "index": index,
