@@ -59,31 +59,36 @@ def _matching_paren(text: str, open_pos: int) -> int:
     return -1
 
 
+# A string literal (skipped whole) or the start of a location outside one.
+_STRING_OR_LOC = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![\w.#])loc\(')
+
+
 def split_locations(line: str) -> tuple[str, list[str]]:
     """Removes every ` loc(...)` from an MLIR line; returns the line and their insides.
 
     String literals are skipped, so a `loc(` inside a string attribute stays.
     """
+    if "loc(" not in line:
+        return line.rstrip(), []
     pieces: list[str] = []
     found: list[str] = []
-    pos = start = 0
-    while pos < len(line):
-        char = line[pos]
-        if char == '"':
-            pos = _skip_string(line, pos)
+    start = pos = 0
+    while True:
+        match = _STRING_OR_LOC.search(line, pos)
+        if match is None:
+            break
+        if match.group().startswith('"'):
+            pos = match.end()
             continue
-        if line.startswith("loc(", pos) and (pos == 0 or not (line[pos - 1].isalnum())):
-            close = _matching_paren(line, pos + 3)
-            if close < 0:
-                break
-            cut = pos
-            while cut > start and line[cut - 1] == " ":
-                cut -= 1
-            pieces.append(line[start:cut])
-            found.append(line[pos + 4 : close])
-            pos = start = close + 1
-            continue
-        pos += 1
+        close = _matching_paren(line, match.end() - 1)
+        if close < 0:
+            break
+        cut = match.start()
+        while cut > start and line[cut - 1] == " ":
+            cut -= 1
+        pieces.append(line[start:cut])
+        found.append(line[match.end() : close])
+        pos = start = close + 1
     pieces.append(line[start:])
     return "".join(pieces).rstrip(), found
 
