@@ -1,7 +1,8 @@
 """pallaslab: trace, lower, map and check JAX Pallas kernels, in Jupyter and in scripts.
 
 In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
-`pallaslab.inspect(fn, *example_args)`, `pallaslab.check(fn, ref, *args)`,
+`pallaslab.inspect(fn, *example_args)`, then `.lower("ptx:sm_90")` for any target in
+`pallaslab.targets()`; `pallaslab.check(fn, ref, *args)`,
 `pallaslab.bench(fn, make_args, sizes, ref=...)`, `pallaslab.tune(build, space, *args)`.
 """
 
@@ -19,6 +20,8 @@ from pallaslab._src.core.inspection import Inspection as Inspection
 from pallaslab._src.core.tracing import inspect as inspect
 from pallaslab._src.geometry.tilemap import TileMap as TileMap
 from pallaslab._src.indexmap import IndexMap as IndexMap
+from pallaslab._src.lowered import Lowered as Lowered
+from pallaslab._src.lowered import LoweringError as LoweringError
 from pallaslab._src.records import ArraySpec as ArraySpec
 from pallaslab._src.records import Comparison as Comparison
 from pallaslab._src.records import CostEstimate as CostEstimate
@@ -28,6 +31,7 @@ from pallaslab._src.records import OutputSummary as OutputSummary
 from pallaslab._src.records import RunResult as RunResult
 from pallaslab._src.records import SourceLocation as SourceLocation
 from pallaslab._src.records import TileMismatch as TileMismatch
+from pallaslab._src.targets import targets as targets
 from pallaslab._src.version import __version__ as __version__
 
 if _TYPE_CHECKING:

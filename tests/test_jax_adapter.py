@@ -514,3 +514,126 @@ class TestBenchShapes:
         case = corpus.seed_matmul(64, 64, 64)
         lowered = jax.jit(case.fn).trace(*case.args).lower(lowering_platforms=("cuda",))
         assert "triton" in lowered.as_text()
+
+
+# --- Lowering: the private shapes the IR explorer reads (adapter `lowering`). ------
+
+
+def _custom_calls(fn, args, platform, **kwargs):
+    from jax._src.lib.mlir import ir
+
+    from pallaslab._src.core.jax_adapter import lowering
+
+    module = lowering.lower_module(fn, args, platform, **kwargs)
+    calls = [op for op in lowering._walk(module.operation) if op.name == "stablehlo.custom_call"]
+    return [(ir.StringAttr(op.attributes["call_target_name"]).value, op.attributes) for op in calls]
+
+
+class TestLoweringShapes:
+    def test_triton_custom_call_carries_ttir_bytecode_and_launch_params(self):
+        from jax._src.lib.mlir import ir
+
+        case = corpus.seed_matmul()
+        ((target, attributes),) = _custom_calls(case.fn, case.args, "cuda")
+        assert target == "__gpu$xla.gpu.triton"
+        config = attributes["mhlo.backend_config"]
+        for key in ("ir", "num_warps", "num_stages", "grid_x", "grid_y", "grid_z", "name"):
+            assert key in config, key
+        assert ir.StringAttr(config["ir"]).value_bytes.startswith(b"ML\xefR")  # MLIR bytecode
+        assert ir.IntegerAttr(config["num_warps"]).value == 4
+
+    def test_mosaic_gpu_custom_call_carries_a_serialized_module(self):
+        from jax._src.lib.mlir import ir
+
+        case = corpus.blocked_add()
+        ((target, attributes),) = _custom_calls(case.fn, case.args, "cuda", mosaic_gpu=True)
+        assert target == "mosaic_gpu_v2"
+        config = attributes["mhlo.backend_config"]
+        assert ir.StringAttr(config["module"]).value_bytes.startswith(b"ML\xefR")
+
+    def test_mosaic_tpu_custom_call_carries_base64_bytecode(self):
+        import base64
+        import json
+
+        from jax._src.lib.mlir import ir
+
+        case = corpus.kacc_matmul()
+        ((target, attributes),) = _custom_calls(case.fn, case.args, "tpu", tpu_generation="v5e")
+        assert target == "tpu_custom_call"
+        config = json.loads(ir.StringAttr(attributes["backend_config"]).value)
+        body = base64.b64decode(config["custom_call_config"]["body"])
+        assert body.startswith(b"ML\xefR")
+
+    def test_dialects_and_deserialization_passes(self):
+        from jax._src.interpreters import mlir
+        from jax._src.lib import mosaic_gpu_dialect, tpu, triton
+        from jax._src.lib.mlir import passmanager
+
+        context = mlir.make_ir_context()
+        triton.dialect.register_dialect(context)
+        tpu.register_dialect(context)
+        mosaic_gpu_dialect.register_dialect(context)
+        with context:
+            for name in ("mosaic-serde{serialize=false}", "mosaic_gpu-serde{serialize=false}"):
+                passmanager.PassManager.parse(f"builtin.module({name})")
+
+    def test_payloads_read_every_backend(self):
+        from pallaslab._src.core.jax_adapter import lowering
+
+        for case, platform, kwargs, backend, needle in (
+            (corpus.seed_matmul(), "cuda", {}, "triton", "tt.dot"),
+            (corpus.blocked_add(), "cuda", {"mosaic_gpu": True}, "mosaic_gpu", "gpu.launch"),
+            (corpus.kacc_matmul(), "tpu", {"tpu_generation": "v4"}, "mosaic_tpu", "tpu.matmul"),
+        ):
+            site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
+            module = lowering.lower_module(
+                lowering.kernel_function(site), lowering.kernel_avals(site), platform, **kwargs
+            )
+            (payload,) = lowering.kernel_payloads(module)
+            assert payload.backend == backend and needle in payload.asm
+            assert 'loc("' in payload.asm  # printed with debug info
+
+    def test_tpu_chip_is_read_from_the_abstract_mesh(self):
+        from jax._src.pallas.mosaic import tpu_info
+
+        from pallaslab._src.core.jax_adapter import lowering
+
+        expected = {"v4": "v4", "v5e": "v5e", "v5p": "v5p", "v6e": "v6e", "7x": "7x"}
+        for chip, (device_kind, _) in lowering.TPU_DEVICE_KINDS.items():
+            assert str(tpu_info.chip_version_from_device_kind(device_kind)) == expected[chip]
+            assert lowering.tpu_chip_known(chip)
+            with lowering.tpu_chip(chip):
+                assert tpu_info.get_device_kind() == device_kind
+
+    def test_gpu_backend_switch_is_a_config_state(self):
+        from jax._src import config
+
+        state = config.jax_pallas_use_mosaic_gpu
+        with state(False):
+            assert state.value is False
+
+    def test_lowering_frames_hold_the_equation(self):
+        from pallaslab._src.core.jax_adapter import lowering
+
+        def kernel(x_ref, o_ref):
+            o_ref[...] = jnp.sort(x_ref[...], axis=-1)
+
+        fn = pl.pallas_call(kernel, out_shape=corpus.f32(8, 128))
+        with pytest.raises(Exception) as info:  # noqa: PT011 - whatever JAX raises
+            lowering.lower_module(fn, [corpus.f32(8, 128)], "tpu", tpu_generation="v5e")
+        location = lowering.lowering_error_location(info.value.__traceback__)
+        assert location is not None and location.file == __file__
+        assert lowering.lowering_error_primitive(info.value.__traceback__) == "sort"
+
+    def test_exported_drops_its_vjp_closure_for_pickling(self):
+        import pickle
+
+        from pallaslab._src.core.jax_adapter import lowering
+
+        case = corpus.kacc_matmul()
+        site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
+        data = lowering.export_for_tpu(
+            lowering.kernel_function(site), lowering.kernel_avals(site), "v5e"
+        )
+        exported = pickle.loads(data)
+        assert exported.platforms == ("tpu",) and len(exported.in_avals) == 2

@@ -28,7 +28,7 @@ def inspection():
 
 def test_tabs_and_eager_panes(inspection):
     widget = Inspector(inspection)
-    assert [t["id"] for t in widget.tabs] == ["overview", "source", "jaxpr", "tiles", "run"]
+    assert [t["id"] for t in widget.tabs] == ["overview", "source", "jaxpr", "tiles", "ir", "run"]
     assert widget.selected == "overview"
     assert set(widget.panes) == {t.id for t in all_tabs() if t.eager}
     json.dumps(widget.panes)  # everything sent to the browser is JSON

@@ -14,6 +14,7 @@ from pallaslab._src import sources
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.diagnose import Diagnosis
 from pallaslab._src.core.session import CellOptions, execute_cell, is_user_source
+from pallaslab._src.targets import parse_target
 from pallaslab._src.views.header import Problem
 from pallaslab._src.views.inspector import Inspector
 
@@ -104,6 +105,12 @@ class KernelMagics(Magics):
         default=DEFAULT_NAME,
         help=f"Store the inspection under this name (default {DEFAULT_NAME}).",
     )
+    @argument(
+        "--target",
+        metavar="T",
+        help="Lower the (first) kernel for this target, e.g. ptx:sm_90 or mosaic-tpu:v5e, "
+        "and open the IR tab on it; the text is then `_kernel.lower(T).text`.",
+    )
     def kernel(self, line: str, cell: str) -> None:
         """Run a cell of Pallas code, then trace, run and inspect its kernels.
 
@@ -127,6 +134,12 @@ class KernelMagics(Magics):
             raise UsageError(f"unexpected argument {options.call!r}; the call goes first")
         if not options.name.isidentifier():
             raise UsageError(f"--name must be a Python name, not {options.name!r}")
+        options.target = unquote(options.target)
+        if options.target:
+            try:
+                options.target = parse_target(options.target).name
+            except ValueError as error:
+                raise UsageError(f"--target: {error}") from None
         space = self._tune_space(call, options)
         if options.bench and call is None:
             raise UsageError(
@@ -166,7 +179,12 @@ class KernelMagics(Magics):
         if inspection is not None:
             inspection = _locate_mismatches(inspection)
             shell.user_ns[options.name] = inspection
-            display(Inspector(inspection, problem))
+            if options.target and (inspection.kernels or diagnosis is None):
+                # Lowered now, so the IR tab opens on it; a target that cannot take the
+                # kernel shows why there (the cell itself did not fail).
+                inspection.lower(options.target)
+            selected = "ir" if options.target else None
+            display(Inspector(inspection, problem, selected=selected))
         if outcome.last_value is not None and diagnosis is None:
             display(outcome.last_value)
         if diagnosis is not None:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pallaslab._src.core import display, jax_adapter
+from pallaslab._src.lowered import Lowered
 from pallaslab._src.records import ArraySpec, Kernel, RunResult
 
 if TYPE_CHECKING:
@@ -213,6 +214,35 @@ class Inspection:
             rtol=rtol,
             atol=atol,
         )
+
+    def lower(self, target: str, kernel: str | int = 0) -> Lowered:
+        """A kernel lowered for a target: its IR, linked to source lines, and resources.
+
+        Lowered once per kernel and target, then cached. Works on any machine: GPU
+        and TPU targets are cross-lowered (see `pallaslab.targets()`).
+
+        Args:
+            target: "stablehlo[:cuda|:tpu]" (the whole program), "mosaic-gpu",
+                "triton", "ttgir|llir|ptx|sass:sm_90" (any of sm_80 ... sm_120),
+                "mosaic-tpu:v5e" or "tpu-compile:v5e" (v4, v5e, v5p, v6e, 7x).
+            kernel: The kernel's name or index (default: the first kernel).
+
+        Returns:
+            A `Lowered` record: `.text`, `.source_map`, `.resources`, `.error` ...
+            A target that cannot take the kernel returns its error in `.error`.
+
+        Example:
+            >>> inspection.lower("ptx:sm_90").text.count("wgmma")
+        """
+        from pallaslab._src.core import lowering  # noqa: PLC0415
+
+        return lowering.lower(self, target, kernel)
+
+    def lowerings(self) -> list[Lowered]:
+        """What `lower` produced for this inspection so far, the latest asked for last."""
+        from pallaslab._src.core import lowering  # noqa: PLC0415
+
+        return lowering.lowerings(self)
 
     def with_result(self, result: RunResult) -> Inspection:
         """This inspection with a run attached."""

@@ -33,11 +33,18 @@ class Inspector(anywidget.AnyWidget):
     selected = traitlets.Unicode("").tag(sync=True)
     problem = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
 
-    def __init__(self, inspection: Inspection, problem: Problem | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        inspection: Inspection,
+        problem: Problem | None = None,
+        selected: str | None = None,
+        **kwargs: Any,
+    ):
         self._inspection = inspection
         self._problem = problem
         self._tab_list: list[Tab] = all_tabs()
-        first = self._tab_list[0].id
+        ids = [t.id for t in self._tab_list]
+        first = selected if selected in ids else ids[0]
         super().__init__(
             header=header(inspection),
             tabs=[{"id": t.id, "title": t.title} for t in self._tab_list],
@@ -46,6 +53,7 @@ class Inspector(anywidget.AnyWidget):
             problem=problem.to_json() if problem else None,
             **kwargs,
         )
+        self._load_selected({"new": first})
         self.on_msg(self._on_request)
 
     @property

@@ -12,6 +12,7 @@ recording kernels as they are bound, prefetch values), `errors` (context for mes
 `accesses` (a kernel body interpreted for one program, recording each element it
 touches), `work` (arithmetic counted from a body), `outputs` (which kernel writes each
 program output), `gpu_timing` (kernel times on GPU).
+`lowering` (lowering one kernel for GPU/TPU, reading the kernel out of the module).
 """
 
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
@@ -42,5 +43,20 @@ from pallaslab._src.core.jax_adapter.kernels import KernelSite as KernelSite
 from pallaslab._src.core.jax_adapter.kernels import find_kernel_sites as find_kernel_sites
 from pallaslab._src.core.jax_adapter.kernels import jaxpr_text as jaxpr_text
 from pallaslab._src.core.jax_adapter.kernels import kernel_from_site as kernel_from_site
+from pallaslab._src.core.jax_adapter.lowering import KernelPayload as KernelPayload
+from pallaslab._src.core.jax_adapter.lowering import export_for_tpu as export_for_tpu
+from pallaslab._src.core.jax_adapter.lowering import kernel_avals as kernel_avals
+from pallaslab._src.core.jax_adapter.lowering import kernel_function as kernel_function
+from pallaslab._src.core.jax_adapter.lowering import kernel_payloads as kernel_payloads
+from pallaslab._src.core.jax_adapter.lowering import lower_module as lower_module
+from pallaslab._src.core.jax_adapter.lowering import (
+    lowering_error_location as lowering_error_location,
+)
+from pallaslab._src.core.jax_adapter.lowering import (
+    lowering_error_primitive as lowering_error_primitive,
+)
+from pallaslab._src.core.jax_adapter.lowering import module_text as module_text
+from pallaslab._src.core.jax_adapter.lowering import tpu_chip_known as tpu_chip_known
 from pallaslab._src.core.jax_adapter.outputs import output_writers as output_writers
+from pallaslab._src.core.jax_adapter.probes import MESH_KERNELS as MESH_KERNELS
 from pallaslab._src.core.jax_adapter.probes import feature_notice as feature_notice

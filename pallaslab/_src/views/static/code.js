@@ -34,67 +34,234 @@ class CodeView {
     }
   }
 
+  // Marks `lines` active; returns the first of them shown here (or null).
   highlight(lines) {
     for (const row of this.body.querySelectorAll(".pl-active")) row.classList.remove("pl-active");
-    let firstRow = null;
+    let firstLine = null;
     for (const line of lines || []) {
       const row = this.rows.get(line);
       if (row) {
         row.classList.add("pl-active");
-        firstRow = firstRow || row;
+        if (firstLine === null || line < firstLine) firstLine = line;
       }
     }
-    return firstRow;
+    return firstLine;
   }
 
   reveal(row) {
     if (!row) return;
     const top = row.offsetTop - this.body.offsetTop;
-    if (top < this.body.scrollTop || top > this.body.scrollTop + this.body.clientHeight - 20) {
+    if (top < this.body.scrollTop || top > this.body.scrollTop + this.body.clientHeight - 60) {
+      this.body.scrollTop = Math.max(0, top - this.body.clientHeight / 3);
+    }
+  }
+
+  revealLine(line) {
+    this.reveal(line === null || line === undefined ? null : this.rows.get(line));
+  }
+}
+
+// A code view for long texts (tens of thousands of lines): only the rows in sight
+// are in the DOM; lines can be appended as they arrive.
+class VirtualCodeView {
+  constructor({ language = "", title = "", onHover, onClick }) {
+    this.language = language;
+    this.lines = [];
+    this.colours = new Map();
+    this.active = new Set();
+    this.rowHeight = 0;
+    this.frame = 0;
+    this.window = h("div", { class: "pl-virtual-window" });
+    this.spacer = h("div", { class: "pl-virtual-spacer" }, this.window);
+    this.body = h("div", { class: "pl-code-body pl-virtual" }, this.spacer);
+    this.titleEl = h("div", { class: "pl-code-title", text: title });
+    this.el = h("div", { class: "pl-code" }, title ? this.titleEl : null, this.body);
+    this.body.addEventListener("scroll", () => this.schedule());
+    const lineOf = (event) => {
+      const row = event.target && event.target.closest ? event.target.closest(".pl-line") : null;
+      return row ? Number(row.dataset.line) : null;
+    };
+    if (onHover) {
+      this.window.addEventListener("mouseover", (event) => {
+        const line = lineOf(event);
+        if (line !== null && line !== this.hovered) {
+          this.hovered = line;
+          onHover(line);
+        }
+      });
+      this.window.addEventListener("mouseleave", () => {
+        this.hovered = null;
+        onHover(null);
+      });
+    }
+    if (onClick) this.window.addEventListener("click", (event) => {
+      const line = lineOf(event);
+      if (line !== null) onClick(line);
+    });
+  }
+
+  append(lines) {
+    for (const line of lines) this.lines.push(line);
+    this.spacer.style.height = (this.lines.length * this.measure()) + "px";
+    this.schedule();
+  }
+
+  // The height of one row; measured once the view is laid out (17px until then).
+  measure() {
+    if (this.rowHeight < 8) {
+      const probe = h("div", { class: "pl-line" }, h("span", { class: "pl-ln", text: "1" }), "x");
+      this.window.append(probe);
+      const height = probe.getBoundingClientRect().height;
+      probe.remove();
+      if (height >= 8) this.rowHeight = height;
+    }
+    return this.rowHeight >= 8 ? this.rowHeight : 17;
+  }
+
+  schedule() {
+    if (this.frame) return;
+    const run = () => { this.frame = 0; this.render(); };
+    this.frame = typeof requestAnimationFrame === "function" ? requestAnimationFrame(run) : setTimeout(run, 0);
+  }
+
+  render() {
+    const height = this.measure();
+    const view = this.body.clientHeight || 440;
+    const overscan = 20;
+    const first = Math.max(0, Math.floor(this.body.scrollTop / height) - overscan);
+    const last = Math.min(this.lines.length, Math.ceil((this.body.scrollTop + view) / height) + overscan);
+    clear(this.window);
+    this.window.style.transform = "translateY(" + (first * height) + "px)";
+    for (let index = first; index < last; index++) {
+      const number = index + 1;
+      const colour = this.colours.get(number);
+      this.window.append(h("div", {
+        class: "pl-line" + (this.active.has(number) ? " pl-active" : ""),
+        dataset: colour === undefined ? { line: number } : { line: number, colour: String(colour) },
+      }, h("span", { class: "pl-ln", text: number }),
+      h("span", { class: "pl-src" }, highlightedLine(this.lines[index], this.language))));
+    }
+    // Rows laid out at another height than measured (fonts loaded late): re-measure.
+    const row = this.window.firstChild;
+    const actual = row ? row.getBoundingClientRect().height : 0;
+    if (actual >= 8 && Math.abs(actual - height) > 0.5) {
+      this.rowHeight = actual;
+      this.spacer.style.height = (this.lines.length * actual) + "px";
+      this.schedule();
+    }
+  }
+
+  colour(lineToColour) {
+    for (const [line, colour] of lineToColour) this.colours.set(line, colour % LINK_COLOURS);
+    this.schedule();
+  }
+
+  // Marks `lines` active; returns the one to bring into view: the first at or below
+  // the top of the view, else the first of all.
+  highlight(lines) {
+    this.active = new Set(lines || []);
+    this.schedule();
+    const top = Math.floor(this.body.scrollTop / this.measure()) + 1;
+    let first = null;
+    let below = null;
+    for (const line of this.active) {
+      if (first === null || line < first) first = line;
+      if (line >= top && (below === null || line < below)) below = line;
+    }
+    return below === null ? first : below;
+  }
+
+  revealLine(line) {
+    if (line === null || line === undefined) return;
+    const height = this.measure();
+    const top = (line - 1) * height;
+    if (top < this.body.scrollTop || top > this.body.scrollTop + this.body.clientHeight - height) {
       this.body.scrollTop = Math.max(0, top - this.body.clientHeight / 3);
     }
   }
 }
 
 // Two-way linking between source windows and a derived text (jaxpr, IR).
-// `map` holds [textLine, fileIndex, sourceLine] triples.
-function linkViews(textView, sourceViews, map) {
+// `map` holds [textLine, fileIndex, sourceLine] triples; a text line may have several
+// (a TPU bundle holds instructions of several source lines). More entries can be
+// added as a text arrives (`addMap`). Clicking a line pins its links until the next
+// click.
+function linkViews(textView, sourceViews, map, options = {}) {
   const textToSource = new Map();
   const sourceToText = new Map();
   const colours = new Map();
-  for (const [line, file, sourceLine] of map) {
-    const key = file + ":" + sourceLine;
-    if (!colours.has(key)) colours.set(key, colours.size);
-    textToSource.set(line, [file, sourceLine]);
-    if (!sourceToText.has(key)) sourceToText.set(key, []);
-    sourceToText.get(key).push(line);
-  }
-  textView.colour([...textToSource].map(([line, [f, s]]) => [line, colours.get(f + ":" + s)]));
-  sourceViews.forEach((view, file) => {
-    if (!view) return;
-    view.colour([...colours].filter(([key]) => key.startsWith(file + ":"))
-      .map(([key, c]) => [Number(key.split(":")[1]), c]));
-  });
-  const showSource = (file, sourceLine, revealText) => {
-    sourceViews.forEach((view, f) => view && view.highlight(f === file ? [sourceLine] : []));
-    const row = textView.highlight(sourceToText.get(file + ":" + sourceLine) || []);
-    if (revealText) textView.reveal(row);
-    if (!revealText && sourceViews[file]) sourceViews[file].reveal(sourceViews[file].rows.get(sourceLine));
+  let pinned = false;
+  const addMap = (entries) => {
+    const textColours = [];
+    const sourceColours = new Map();
+    for (const [line, file, sourceLine] of entries) {
+      const key = file + ":" + sourceLine;
+      if (!colours.has(key)) {
+        colours.set(key, colours.size);
+        if (!sourceColours.has(file)) sourceColours.set(file, []);
+        sourceColours.get(file).push([sourceLine, colours.get(key)]);
+      }
+      if (!textToSource.has(line)) {
+        textToSource.set(line, []);
+        textColours.push([line, colours.get(key)]);
+      }
+      textToSource.get(line).push([file, sourceLine]);
+      if (!sourceToText.has(key)) sourceToText.set(key, []);
+      sourceToText.get(key).push(line);
+    }
+    textView.colour(textColours);
+    sourceColours.forEach((pairs, file) => {
+      if (!sourceViews[file] && options.sourceView) options.sourceView(file);
+      if (sourceViews[file]) sourceViews[file].colour(pairs);
+    });
+  };
+  addMap(map);
+  // Highlights the source lines `targets` ([file, line] pairs) and every text line
+  // that comes from them, scrolling the text or the sources into view.
+  const show = (targets, revealText, revealSource) => {
+    const files = new Map();
+    const lines = new Set();
+    for (const [file, line] of targets) {
+      if (!files.has(file)) files.set(file, []);
+      files.get(file).push(line);
+      for (const t of sourceToText.get(file + ":" + line) || []) lines.add(t);
+    }
+    const first = textView.highlight([...lines]);
+    if (revealText) textView.revealLine(first);
+    sourceViews.forEach((view, f) => view && view.highlight(files.get(f) || []));
+    if (revealSource) {
+      for (const [file, fileLines] of files) {
+        if (sourceViews[file]) sourceViews[file].revealLine(Math.min(...fileLines));
+      }
+    }
   };
   const clearAll = () => {
     textView.highlight([]);
     sourceViews.forEach((view) => view && view.highlight([]));
   };
+  const onTextHover = (line, force) => {
+    if (pinned && !force) return;
+    const targets = line === null ? null : textToSource.get(line);
+    if (!targets) return clearAll();
+    show(targets, false, true);
+  };
+  const onSourceHover = (file, line, force) => {
+    if (pinned && !force) return;
+    if (line === null) return clearAll();
+    show([[file, line]], true, false);
+  };
   return {
-    onTextHover(line) {
-      const target = line === null ? null : textToSource.get(line);
-      if (!target) return clearAll();
-      showSource(target[0], target[1], false);
+    onTextHover,
+    onSourceHover,
+    onTextClick(line) {
+      pinned = !pinned;
+      if (pinned) onTextHover(line, true);
     },
-    onSourceHover(file, line) {
-      if (line === null) return clearAll();
-      showSource(file, line, true);
+    onSourceClick(file, line) {
+      pinned = !pinned;
+      if (pinned) onSourceHover(file, line, true);
     },
+    addMap,
     textToSource,
     sourceToText,
   };

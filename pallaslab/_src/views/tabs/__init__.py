@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
 
 Payload = dict[str, Any]
+# Answers a message from the tab's front end: (inspection, message, send).
 
 
 @dataclasses.dataclass(frozen=True)

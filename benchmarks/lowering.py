@@ -1,0 +1,168 @@
+"""Time to lower the seed matmul (bf16, 1024^3) for each target: first, cold and cached.
+
+Goals (IR explorer issue), on CPU: Triton IR and Mosaic modules under 0.5 s, PTX
+under 3 s, a cached lowering under 10 ms.
+
+The seed 002 matmul (128x128x32 tiles, 8 warps, 3 stages, Triton loads) is lowered
+for `triton` and `ptx:sm_90`. It has no Mosaic lowering (Triton-only loads), so the
+same product goes to Mosaic through JAX's own kernels: `jax.experimental.pallas.ops.tpu
+.matmul` (128x128 blocks) for `mosaic-tpu:v5e` and `tpu-compile:v5e`, and
+`ops.gpu.hopper_matmul_mgpu` (128x128x64 tiles, traced for an H100) for `mosaic-gpu`.
+
+Columns:
+- first: the first lowering in this process (imports and JAX's first-use costs in);
+- cold: median over fresh inspections (new kernel objects, nothing cached);
+- cached: asking again for the same kernel and target.
+
+Run: python benchmarks/lowering.py
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as pltriton
+from jax.experimental.pallas.ops.gpu import hopper_matmul_mgpu
+from jax.experimental.pallas.ops.tpu import matmul as tpu_matmul
+
+import pallaslab
+
+SIZE = 1024
+BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 32
+NUM_WARPS, NUM_STAGES = 8, 3
+REPEATS = 3
+GOALS = {"triton": 0.5, "mosaic-gpu": 0.5, "mosaic-tpu:v5e": 0.5, "ptx:sm_90": 3.0}
+CACHED_GOAL_MS = 10.0
+
+
+def seed_matmul() -> Callable[..., Any]:
+    """The seed 002 kernel, made afresh (new objects: nothing in JAX's caches)."""
+
+    def _matmul_kernel(a_ref, b_ref, c_ref, *, num_k_tiles):
+        acc = jnp.zeros((BLOCK_M, BLOCK_N), dtype=jnp.float32)
+
+        def body(t, acc):
+            k_idx = pl.dslice(t * BLOCK_K, BLOCK_K)
+            a_tile = pltriton.load(a_ref.at[:, k_idx])
+            b_tile = pltriton.load(b_ref.at[k_idx, :])
+            return acc + pltriton.dot(a_tile, b_tile).astype(jnp.float32)
+
+        acc = jax.lax.fori_loop(0, num_k_tiles, body, acc)
+        pltriton.store(c_ref, acc.astype(c_ref.dtype))
+
+    def matmul(a, b):
+        m, k = a.shape
+        _, n = b.shape
+        return pl.pallas_call(
+            functools.partial(_matmul_kernel, num_k_tiles=pl.cdiv(k, BLOCK_K)),
+            out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
+            grid=(pl.cdiv(m, BLOCK_M), pl.cdiv(n, BLOCK_N)),
+            in_specs=[
+                pl.BlockSpec((BLOCK_M, k), lambda i, j: (i, 0)),
+                pl.BlockSpec((k, BLOCK_N), lambda i, j: (0, j)),
+            ],
+            out_specs=pl.BlockSpec((BLOCK_M, BLOCK_N), lambda i, j: (i, j)),
+            compiler_params=pltriton.CompilerParams(num_warps=NUM_WARPS, num_stages=NUM_STAGES),
+        )(a, b)
+
+    return matmul
+
+
+def _operands() -> list[jax.ShapeDtypeStruct]:
+    return [jax.ShapeDtypeStruct((SIZE, SIZE), jnp.bfloat16)] * 2
+
+
+def inspect_seed() -> pallaslab.Inspection:
+    return pallaslab.inspect(seed_matmul(), *_operands())
+
+
+def inspect_tpu() -> pallaslab.Inspection:
+    fn = functools.partial(tpu_matmul.matmul, block_shape=(128, 128))
+    return pallaslab.inspect(fn, *_operands())
+
+
+def inspect_mosaic_gpu() -> pallaslab.Inspection:
+    # The Hopper kernel sizes its grid by the GPU's SMs: trace it for an H100.
+    device = jax.sharding.AbstractDevice(
+        device_kind="NVIDIA H100 80GB HBM3", num_cores=132, platform="gpu"
+    )
+    mesh = jax.sharding.AbstractMesh(
+        (1,), ("x",), (jax.sharding.AxisType.Explicit,), abstract_device=device
+    )
+    config = hopper_matmul_mgpu.TuningConfig(
+        tile_m=128, tile_n=128, tile_k=64, max_concurrent_steps=4
+    )
+    fn = functools.partial(hopper_matmul_mgpu.matmul, c=None, config=config)
+    with jax.sharding.use_abstract_mesh(mesh):
+        return pallaslab.inspect(fn, *_operands())
+
+
+CASES: dict[str, Callable[[], pallaslab.Inspection]] = {
+    "triton": inspect_seed,
+    "ptx:sm_90": inspect_seed,
+    "mosaic-gpu": inspect_mosaic_gpu,
+    "mosaic-tpu:v5e": inspect_tpu,
+    "tpu-compile:v5e": inspect_tpu,
+}
+
+
+def _time(fn: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - started, result
+
+
+def measure(target: str, make: Callable[[], pallaslab.Inspection]) -> dict[str, Any]:
+    inspection = make()
+    first, lowered = _time(lambda: inspection.lower(target))
+    if not lowered.ok:
+        raise SystemExit(f"{target}: {lowered.error}")
+    cached = min(_time(lambda: inspection.lower(target))[0] for _ in range(5))
+    colds = []
+    for _ in range(REPEATS):
+        fresh = make()
+        colds.append(_time(lambda fresh=fresh: fresh.lower(target))[0])
+    return {
+        "first": first,
+        "cold": statistics.median(colds),
+        "cached_ms": cached * 1000,
+        "lines": len(lowered.lines),
+        "mapped": len(lowered.source_map),
+    }
+
+
+def main() -> None:
+    print(
+        f"jax {jax.__version__}, {os.cpu_count()} CPUs; bf16 {SIZE}^3 matmul; median of {REPEATS}"
+    )
+    rows = {target: measure(target, make) for target, make in CASES.items()}
+    header = f"{'target':<16} {'first':>8} {'cold':>8} {'cached':>9} {'lines':>6}  goal"
+    print(header)
+    print("-" * len(header))
+    for target, row in rows.items():
+        goal = GOALS.get(target)
+        verdict = (
+            "" if goal is None else f"cold < {goal} s {'ok' if row['cold'] < goal else 'MISSED'}"
+        )
+        cached_ok = "ok" if row["cached_ms"] < CACHED_GOAL_MS else "MISSED"
+        print(
+            f"{target:<16} {row['first']:>7.2f}s {row['cold']:>7.2f}s "
+            f"{row['cached_ms']:>7.3f}ms {row['lines']:>6}  {verdict}; cached {cached_ok}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""The `pallaslab` command: lowered kernels as text, for scripts, diffs and CI.
+
+    pallaslab lower kernels.py:matmul --target ptx:sm_90 --args "bf16[1024,1024],bf16[1024,1024]"
+    pallaslab targets
+
+`lower` runs FILE.py as a module, traces FUNC on the arguments `--args` describes
+(shapes only: nothing is allocated or run), lowers a kernel for the target and prints
+the text. A target that cannot take the kernel prints `FILE:LINE: error: ...` on
+stderr and exits with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import json
+import os
+import re
+import runpy
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+_COMMENT = {"llvm": ";"}
+_SHAPE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,\s]*)\]$")
+_DTYPES = {
+    "bf16": "bfloat16",
+    "f16": "float16",
+    "f32": "float32",
+    "f64": "float64",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "bool": "bool",
+}
+
+
+class CliError(Exception):
+    """A mistake on the command line (exit status 2)."""
+
+
+def split_top_level(text: str, separator: str = ",") -> list[str]:
+    """Splits at `separator` outside brackets and quotes: "f32[4,8],(1, 2)" -> 2 items."""
+    items: list[str] = []
+    depth = 0
+    quote = ""
+    start = 0
+    for pos, char in enumerate(text):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == separator and depth == 0:
+            items.append(text[start:pos].strip())
+            start = pos + 1
+    last = text[start:].strip()
+    if last or items:
+        items.append(last)
+    return [item for item in items if item]
+
+
+def parse_value(text: str) -> Any:
+    """`f32[1024,128]` -> a ShapeDtypeStruct; anything else as a Python literal."""
+    import jax  # noqa: PLC0415
+
+    shape = _SHAPE.match(text.strip())
+    if shape:
+        dtype = _DTYPES.get(shape["dtype"])
+        if dtype is None:
+            known = ", ".join(_DTYPES)
+            raise CliError(f"unknown dtype {shape['dtype']!r} in {text!r}; known: {known}")
+        dims = tuple(int(d) for d in shape["dims"].replace(" ", "").split(",") if d)
+        return jax.ShapeDtypeStruct(dims, dtype)
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError) as error:
+        raise CliError(
+            f"cannot read argument {text!r}: write an array as dtype[dims] (f32[1024]) or a "
+            "Python literal (128, (8, 128), 'name', None)"
+        ) from error
+
+
+def parse_args_spec(spec: str) -> tuple[list[Any], dict[str, Any]]:
+    """`"f32[8],f32[8],block=128"` -> ([two ShapeDtypeStructs], {"block": 128})."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for item in split_top_level(spec):
+        name, sep, value = item.partition("=")
+        if sep and name.strip().isidentifier() and not value.startswith("="):
+            kwargs[name.strip()] = parse_value(value)
+        else:
+            if kwargs:
+                raise CliError(f"positional argument {item!r} after a keyword argument")
+            args.append(parse_value(item))
+    return args, kwargs
+
+
+def load_function(reference: str) -> Any:
+    """`path/to/file.py:name` (or `file.py:obj.attr`) -> the object it names."""
+    file, sep, name = reference.rpartition(":")
+    if not sep or not file or not name:
+        raise CliError(f"expected FILE.py:FUNC, not {reference!r}")
+    path = Path(file).resolve()
+    if not path.exists():
+        raise CliError(f"no such file: {file}")
+    sys.path.insert(0, str(path.parent))  # its own imports, as `python file.py` would
+    namespace = runpy.run_path(str(path), run_name="__pallaslab_cli__")
+    found: Any = namespace
+    for part in name.split("."):
+        try:
+            found = found[part] if isinstance(found, dict) else getattr(found, part)
+        except (KeyError, AttributeError):
+            raise CliError(f"{file} defines no {name!r}") from None
+    if not callable(found):
+        raise CliError(f"{name} in {file} is a {type(found).__name__}, not a function")
+    return found
+
+
+def _commented(text: str, language: str) -> str:
+    prefix = _COMMENT.get(language, "//")
+    return "\n".join(f"{prefix} {line}" if line else prefix for line in text.splitlines())
+
+
+def _with_map(text: str, source_map: Sequence[tuple[int, str, int]]) -> str:
+    """Each line prefixed with the source line(s) it comes from."""
+    by_line: dict[int, list[str]] = {}
+    for line, file, source_line in source_map:
+        by_line.setdefault(line, []).append(f"{Path(file).name}:{source_line}")
+    width = max((len(",".join(v)) for v in by_line.values()), default=0)
+    return "\n".join(
+        f"{','.join(by_line.get(n, [])):>{width}} | {line}"
+        for n, line in enumerate(text.splitlines(), 1)
+    )
+
+
+def _resources_text(resources: Any) -> str:
+    from pallaslab._src.views.tabs.ir import resources as resources_json  # noqa: PLC0415
+
+    data = resources_json(resources)
+    if data is None:
+        return "no resource figures for this target"
+    lines = [f"{name}: {value}" for name, value in data["facts"]]
+    for row in data.get("occupancy", []):
+        same = "" if row["sameArch"] else f" (compiled for another arch than {row['arch']})"
+        lines.append(
+            f"occupancy on {row['gpu']}: {row['percent']}%, {row['blocks']} blocks/SM, "
+            f"limited by {row['limiter']}{same}"
+        )
+    lines.extend(
+        f"VMEM {b['operand']} {b['block']} {b['dtype']} x{b['buffers']}: {b['padded']}"
+        for b in data.get("blocks", [])
+    )
+    lines.extend(f"tiling: {p['message']} {p['hint']}" for p in data.get("tiling", []))
+    lines.extend(
+        f"{u['unit']}: {u['mean']} of {u['slots']} slots per bundle"
+        for u in data.get("utilization", [])
+    )
+    return "\n".join(lines)
+
+
+def _lower(options: argparse.Namespace) -> int:
+    import pallaslab  # noqa: PLC0415
+    from pallaslab._src.targets import parse_target  # noqa: PLC0415
+
+    try:
+        parse_target(options.target)
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    fn = load_function(options.function)
+    args, kwargs = parse_args_spec(options.args or "")
+    inspection = pallaslab.inspect(fn, *args, **kwargs)
+    kernel: str | int = options.kernel or 0
+    if isinstance(kernel, str) and kernel.isdigit():
+        kernel = int(kernel)
+    try:
+        lowered = inspection.lower(options.target, kernel)
+    except KeyError as error:
+        raise CliError(error.args[0] if error.args else str(error)) from None
+    if options.json:
+        record = dataclasses.asdict(lowered)
+        record.pop("raw_text")
+        print(json.dumps(record, indent=1, default=str))
+        return 0 if lowered.ok else 1
+    if lowered.error is not None:
+        location = lowered.error.location
+        where = f"{location.file}:{location.line}: " if location else ""
+        print(f"{where}error: {lowered.error.message}", file=sys.stderr)
+        return 1
+    text, source_map, language = lowered.text, lowered.source_map, lowered.language
+    if options.stage == "list":
+        print("\n".join(s.name for s in lowered.stages) or "(no stages for this target)")
+        return 0
+    if options.stage:
+        try:
+            stage = lowered.stage(options.stage)
+        except KeyError as error:
+            raise CliError(error.args[0]) from None
+        text, source_map, language = stage.text, stage.source_map, stage.language
+    if options.raw:
+        text, source_map = lowered.raw_text, ()
+    if options.resources:
+        print(_resources_text(lowered.resources))
+        return 0
+    if not options.no_header:
+        print(_commented(lowered.header + "".join(f"\n{n}" for n in lowered.notes), language))
+    print(_with_map(text, source_map) if options.map else text)
+    return 0
+
+
+def _targets() -> int:
+    from pallaslab._src.targets import (  # noqa: PLC0415
+        all_targets,
+        unavailable_reason,
+    )
+
+    for target in all_targets():
+        reason = unavailable_reason(target)
+        note = f"  [unavailable: {reason}]" if reason else ""
+        print(f"{target.name:<20} {target.title}{note}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser."""
+    root = argparse.ArgumentParser(
+        prog="pallaslab",
+        description="Lower JAX Pallas kernels for any GPU or TPU target, on any machine.",
+    )
+    commands = root.add_subparsers(dest="command", required=True)
+    lower = commands.add_parser(
+        "lower",
+        help="print a kernel lowered for a target",
+        description="Trace FUNC from FILE.py on the arguments --args describes and print "
+        "a kernel lowered for --target.",
+    )
+    lower.add_argument("function", metavar="FILE.py:FUNC", help="the callable to trace")
+    lower.add_argument(
+        "--target", "-t", default="stablehlo", help="e.g. ptx:sm_90, mosaic-tpu:v5e (see targets)"
+    )
+    lower.add_argument(
+        "--args",
+        "-a",
+        default="",
+        metavar="SPEC",
+        help="FUNC's arguments: arrays as dtype[dims], others as Python literals, keywords "
+        'as name=value, e.g. "bf16[1024,1024],bf16[1024,1024],block=128"',
+    )
+    lower.add_argument("--kernel", "-k", help="the kernel's name or index (default: the first)")
+    lower.add_argument("--stage", help="an intermediate stage (tpu-compile), or 'list'")
+    lower.add_argument("--map", action="store_true", help="prefix lines with their source lines")
+    lower.add_argument("--raw", action="store_true", help="the text as the compiler printed it")
+    lower.add_argument("--resources", action="store_true", help="print the resources instead")
+    lower.add_argument("--no-header", action="store_true", help="omit the provenance header")
+    lower.add_argument("--json", action="store_true", help="the whole record as JSON")
+    commands.add_parser("targets", help="list the targets")
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `pallaslab` command."""
+    options = parser().parse_args(argv)
+    if "JAX_PLATFORMS" not in os.environ:
+        # Lowering needs no accelerator: keep JAX off any GPU or TPU the machine has
+        # (JAX may be imported already, so set its config as well as the variable).
+        os.environ["JAX_PLATFORMS"] = "cpu"
+        import jax  # noqa: PLC0415
+
+        jax.config.update("jax_platforms", "cpu")
+    try:
+        if options.command == "targets":
+            return _targets()
+        return _lower(options)
+    except CliError as error:
+        print(f"pallaslab: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

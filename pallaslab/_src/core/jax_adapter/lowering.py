@@ -1,0 +1,345 @@
+"""Lowering one kernel for GPU or TPU on any machine, and reading what JAX emits.
+
+JAX lowers a `pallas_call` for CUDA or TPU without the hardware
+(`.lower(lowering_platforms=...)`); the kernel then sits in the StableHLO module as
+a custom call whose backend config carries it: Triton IR bytecode (`ir`), a Mosaic
+GPU module (`module`), or base64 Mosaic TPU bytecode (`custom_call_config.body`).
+This module reads those private shapes and hands back plain text (MLIR printed with
+debug info), so nothing outside the adapter depends on them.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import importlib
+import json
+import pickle
+import types
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import jax
+
+from pallaslab._src.core.jax_adapter.kernels import KernelSite
+from pallaslab._src.core.jax_adapter.probes import (
+    PALLAS_CALL,
+    pallas_call_module,
+    source_info_util,
+)
+from pallaslab._src.records import SourceLocation
+
+
+def _optional(name: str, attribute: str = "") -> Any:
+    """A private module (or a module's attribute), or None when this JAX lacks it."""
+    try:
+        module = importlib.import_module(name)
+    except ImportError:  # pragma: no cover - depends on the JAX version
+        return None
+    return getattr(module, attribute, None) if attribute else module
+
+
+# Private modules, imported defensively: each missing one disables one target.
+jax_config = _optional("jax._src.config")
+jax_mlir = _optional("jax._src.interpreters.mlir")
+ir = _optional("jax._src.lib.mlir", "ir")
+passmanager = _optional("jax._src.lib.mlir", "passmanager")
+jax_triton = _optional("jax._src.lib.triton")
+jax_tpu = _optional("jax._src.lib", "tpu")
+jax_mosaic_gpu = _optional("jax._src.lib", "mosaic_gpu_dialect")
+tpu_info = _optional("jax._src.pallas.mosaic.tpu_info")
+
+
+def _require(module: Any, name: str) -> Any:
+    if module is None:
+        raise RuntimeError(f"this needs {name}, which jax {jax.__version__} lacks")
+    return module
+
+
+# Custom-call targets of the three kernel backends.
+TRITON_TARGET = "__gpu$xla.gpu.triton"
+MOSAIC_GPU_TARGET = "mosaic_gpu_v2"
+MOSAIC_TPU_TARGET = "tpu_custom_call"
+
+# TPU generations pallaslab targets -> (device kind Pallas knows the chip by,
+# TensorCores per device as libtpu's compile-only topology reports them).
+TPU_DEVICE_KINDS: dict[str, tuple[str, int]] = {
+    "v4": ("TPU v4", 1),
+    "v5e": ("TPU v5 lite", 1),
+    "v5p": ("TPU v5", 2),
+    "v6e": ("TPU v6 lite", 1),
+    "7x": ("TPU7x", 1),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelPayload:
+    """A kernel as a lowered program's custom call carries it.
+
+    Attributes:
+        backend: "triton", "mosaic_gpu" or "mosaic_tpu".
+        name: The kernel's name in the custom call ("" when it has none).
+        asm: The kernel's module as MLIR text with debug info (locations).
+        params: Launch parameters from the backend config (Triton: num_warps,
+            num_stages, grid_x/y/z).
+        generic_asm: The module in MLIR's generic op form (Triton only): other
+            builds of the dialect (the triton package's) parse it even where the
+            custom syntax of an op changed between versions.
+    """
+
+    backend: str
+    name: str
+    asm: str
+    params: tuple[tuple[str, Any], ...] = ()
+    generic_asm: str = ""
+
+    def param(self, key: str, default: Any = None) -> Any:
+        """One launch parameter."""
+        return dict(self.params).get(key, default)
+
+
+def kernel_function(site: KernelSite) -> Callable[..., Any]:
+    """A function running just this kernel (compiled, not interpreted), to lower it alone.
+
+    A kernel built with `interpret=True` is lowered as compiled code all the same: the
+    IR explorer shows what the kernel becomes on the hardware.
+    """
+    if site.eqn is not None:
+        primitive = site.eqn.primitive
+    elif site.primitive == PALLAS_CALL and pallas_call_module is not None:
+        primitive = pallas_call_module.pallas_call_p
+    else:
+        raise NotImplementedError(f"lowering a recorded {site.primitive} kernel alone")
+    params = dict(site.params)
+    if params.get("interpret"):
+        params["interpret"] = False
+
+    def run_kernel(*args: Any) -> Any:
+        return primitive.bind(*args, **params)
+
+    return run_kernel
+
+
+def kernel_avals(site: KernelSite) -> list[jax.ShapeDtypeStruct]:
+    """The kernel's operands as ShapeDtypeStructs."""
+    return [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in site.in_avals]
+
+
+@contextlib.contextmanager
+def gpu_backend(mosaic_gpu: bool | None) -> Iterator[None]:
+    """Within the block, kernels without GPU compiler params lower with Mosaic GPU.
+
+    True selects Mosaic GPU, False Triton; None keeps JAX's default.
+    """
+    state = getattr(jax_config, "jax_pallas_use_mosaic_gpu", None)
+    if mosaic_gpu is None or state is None:
+        yield
+        return
+    with state(mosaic_gpu):
+        yield
+
+
+@contextlib.contextmanager
+def tpu_chip(generation: str) -> Iterator[None]:
+    """Within the block, Pallas lowers for TPU as if on this chip.
+
+    Pallas asks the default device which TPU it is; on a CPU machine the answer is
+    "cpu". An abstract mesh carrying an abstract TPU device (public JAX API) answers
+    for it, and is part of JAX's trace context, so caches keep chips apart.
+    """
+    device_kind, cores = TPU_DEVICE_KINDS[generation]
+    device = jax.sharding.AbstractDevice(device_kind=device_kind, num_cores=cores, platform="tpu")
+    mesh = jax.sharding.AbstractMesh(
+        (1,), ("_pallaslab",), (jax.sharding.AxisType.Explicit,), abstract_device=device
+    )
+    with jax.sharding.use_abstract_mesh(mesh):
+        yield
+
+
+def lower_module(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    platform: str | None,
+    *,
+    mosaic_gpu: bool | None = None,
+    tpu_generation: str | None = None,
+) -> Any:
+    """Lowers `fn(*args)` for a platform; returns the StableHLO module.
+
+    `platform` is "cuda", "tpu" or "cpu"; None lowers for the backend at hand.
+    """
+    chip = tpu_chip(tpu_generation) if tpu_generation else contextlib.nullcontext()
+    with gpu_backend(mosaic_gpu), chip:
+        traced = jax.jit(fn).trace(*args)
+        if platform is None:
+            lowered = traced.lower()
+        else:
+            lowered = traced.lower(lowering_platforms=(platform,))
+        return lowered.compiler_ir("stablehlo")
+
+
+def module_text(module: Any) -> str:
+    """A module as MLIR text with locations (large constants elided)."""
+    return str(module.operation.get_asm(enable_debug_info=True, large_elements_limit=32))
+
+
+def kernel_payloads(module: Any) -> list[KernelPayload]:
+    """Every Pallas kernel in a lowered module, in the order the module holds them."""
+    found: list[KernelPayload] = []
+    for op in _walk(module.operation):
+        if op.name != "stablehlo.custom_call":
+            continue
+        attributes = op.attributes
+        target = ir.StringAttr(attributes["call_target_name"]).value
+        if target == TRITON_TARGET:
+            found.append(_triton_payload(attributes))
+        elif target == MOSAIC_GPU_TARGET:
+            found.append(_mosaic_gpu_payload(attributes))
+        elif target == MOSAIC_TPU_TARGET:
+            found.append(_mosaic_tpu_payload(attributes))
+    return found
+
+
+def _walk(op: Any) -> Iterator[Any]:
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                inner = child.operation
+                yield inner
+                yield from _walk(inner)
+
+
+def _config_dict(attributes: Any) -> dict[str, Any]:
+    config = attributes["mhlo.backend_config"]
+    return {named.name: named.attr for named in _named_attrs(config)}
+
+
+def _named_attrs(dictionary: Any) -> list[Any]:
+    return [dictionary[k] for k in range(len(dictionary))]
+
+
+def _triton_payload(attributes: Any) -> KernelPayload:
+    config = _config_dict(attributes)
+    bytecode = ir.StringAttr(config["ir"]).value_bytes
+    params = [
+        (key, int(ir.IntegerAttr(config[key]).value))
+        for key in ("num_warps", "num_stages", "grid_x", "grid_y", "grid_z")
+        if key in config
+    ]
+    name = ir.StringAttr(config["name"]).value if "name" in config else ""
+    context = _require(jax_mlir, "jax._src.interpreters.mlir").make_ir_context()
+    _require(jax_triton, "jax._src.lib.triton").dialect.register_dialect(context)
+    asm, generic = _parse_and_print(bytecode, context, generic=True)
+    return KernelPayload("triton", name, asm, tuple(params), generic)
+
+
+def _mosaic_gpu_payload(attributes: Any) -> KernelPayload:
+    config = _config_dict(attributes)
+    bytecode = ir.StringAttr(config["module"]).value_bytes
+    context = _require(jax_mlir, "jax._src.interpreters.mlir").make_ir_context()
+    _require(jax_mosaic_gpu, "jax._src.lib.mosaic_gpu_dialect").register_dialect(context)
+    # The module is stored in Mosaic GPU's versioned (serialized) form: undo that.
+    asm, _ = _parse_and_print(bytecode, context, "mosaic_gpu-serde{serialize=false}")
+    name = _module_name(asm)
+    return KernelPayload("mosaic_gpu", name, asm)
+
+
+def _mosaic_tpu_payload(attributes: Any) -> KernelPayload:
+    config = json.loads(ir.StringAttr(attributes["backend_config"]).value)
+    call_config = config["custom_call_config"]
+    bytecode = base64.b64decode(call_config["body"])
+    context = _require(jax_mlir, "jax._src.interpreters.mlir").make_ir_context()
+    _require(jax_tpu, "jax._src.lib.tpu").register_dialect(context)
+    asm, _ = _parse_and_print(bytecode, context, "mosaic-serde{serialize=false}")
+    params = tuple(
+        (k, v) for k, v in call_config.items() if k != "body" and isinstance(v, (str, int, bool))
+    )
+    return KernelPayload("mosaic_tpu", _first_func_name(asm), asm, params)
+
+
+def _parse_and_print(
+    bytecode: bytes, context: Any, deserialize: str = "", *, generic: bool = False
+) -> tuple[str, str]:
+    """The module as text with locations, and (if asked) in generic op form."""
+    with context:
+        if deserialize:
+            context.allow_unregistered_dialects = True
+        module = ir.Module.parse(bytecode)
+        if deserialize:
+            passmanager.PassManager.parse(f"builtin.module({deserialize})").run(module.operation)
+            context.allow_unregistered_dialects = False
+        operation = module.operation
+        asm = str(operation.get_asm(enable_debug_info=True, large_elements_limit=32))
+        generic_asm = (
+            str(operation.get_asm(enable_debug_info=True, print_generic_op_form=True))
+            if generic
+            else ""
+        )
+        return asm, generic_asm
+
+
+def _module_name(asm: str) -> str:
+    for line in asm.splitlines():
+        if line.startswith("module @"):
+            return line.split("@", 1)[1].split()[0]
+    return ""
+
+
+def _first_func_name(asm: str) -> str:
+    for line in asm.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("func.func @"):
+            return stripped.split("@", 1)[1].split("(")[0]
+    return ""
+
+
+def export_for_tpu(fn: Callable[..., Any], args: Sequence[Any], generation: str) -> bytes:
+    """`fn` exported for TPU (as if on `generation`), pickled for a compile worker.
+
+    `jax.export` serialization needs the optional `flatbuffers` package; a pickle of
+    the `Exported` (without its VJP closure) crosses to a worker process of the same
+    Python and JAX just as well.
+    """
+    with tpu_chip(generation):
+        exported = jax.export.export(jax.jit(fn), platforms=["tpu"])(*args)
+    return pickle.dumps(dataclasses.replace(exported, _get_vjp=None))
+
+
+def tpu_chip_known(generation: str) -> bool:
+    """Whether this JAX's Pallas knows the chip's device kind."""
+    if tpu_info is None or generation not in TPU_DEVICE_KINDS:
+        return False
+    return tpu_info.chip_version_from_device_kind(TPU_DEVICE_KINDS[generation][0]) is not None
+
+
+def lowering_error_location(traceback: types.TracebackType | None) -> SourceLocation | None:
+    """The source line of the equation being lowered when an error was raised.
+
+    JAX's lowerings walk the kernel's equations in frames whose `eqn` local holds
+    the one being lowered; its source info names the user's line.
+    """
+    found = None
+    tb = traceback
+    while tb is not None:
+        eqn = tb.tb_frame.f_locals.get("eqn")
+        info = getattr(eqn, "source_info", None)
+        if info is not None:
+            frame = source_info_util.user_frame(getattr(info, "traceback", None))
+            if frame is not None:
+                found = SourceLocation(frame.file_name, int(frame.start_line), frame.function_name)
+        tb = tb.tb_next
+    return found
+
+
+def lowering_error_primitive(traceback: types.TracebackType | None) -> str:
+    """The name of the primitive being lowered when an error was raised ("" if none)."""
+    name = ""
+    tb = traceback
+    while tb is not None:
+        eqn = tb.tb_frame.f_locals.get("eqn")
+        primitive = getattr(eqn, "primitive", None)
+        if primitive is not None:
+            name = str(getattr(primitive, "name", ""))
+        tb = tb.tb_next
+    return name

@@ -1,0 +1,163 @@
+"""The targets a kernel can be lowered for, and their names.
+
+`stablehlo[:cuda|:tpu]` (the whole program), `mosaic-gpu`, `triton` (TTIR) and the
+Triton compiler's stages `ttgir|llir|ptx|sass:sm_XX`, `mosaic-tpu:<chip>` and
+`tpu-compile:<chip>` (a real libtpu compile, compile-only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import importlib.util
+
+GPU_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+TRITON_STAGES = ("ttgir", "llir", "ptx", "sass")
+TPU_CHIPS = ("v4", "v5e", "v5p", "v6e", "7x")
+DEFAULT_GPU_ARCH = "sm_90"
+DEFAULT_TPU_CHIP = "v5e"
+
+_STAGE_LANGUAGE = {"ttgir": "mlir", "llir": "llvm", "ptx": "ptx", "sass": "sass"}
+_STAGE_TITLE = {
+    "ttgir": "TritonGPU IR",
+    "llir": "LLVM IR",
+    "ptx": "PTX",
+    "sass": "SASS",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """One target.
+
+    Attributes:
+        name: Its canonical name ("ptx:sm_90").
+        kind: "stablehlo", "mosaic-gpu", "triton", "mosaic-tpu" or "tpu-compile".
+        stage: For Triton: "ttir", "ttgir", "llir", "ptx" or "sass".
+        arch: "sm_90" for GPU stages, the chip for TPU ones, the platform for
+            StableHLO ("" for the platform at hand).
+        language: The text's language.
+        title: A short human title ("PTX for sm_90").
+    """
+
+    name: str
+    kind: str
+    stage: str
+    arch: str
+    language: str
+    title: str
+
+    @property
+    def program(self) -> bool:
+        """Whether the target shows the whole program rather than one kernel."""
+        return self.kind == "stablehlo"
+
+    @property
+    def group(self) -> str:
+        """The group it is listed under: "Program", "GPU", "TPU"."""
+        if self.kind == "stablehlo":
+            return "Program"
+        return "TPU" if self.kind in ("mosaic-tpu", "tpu-compile") else "GPU"
+
+
+@functools.cache
+def all_targets() -> tuple[Target, ...]:
+    """Every target, in the order they are listed."""
+    found = [
+        Target("stablehlo", "stablehlo", "", "", "mlir", "StableHLO (this machine)"),
+        Target("stablehlo:cuda", "stablehlo", "", "cuda", "mlir", "StableHLO for CUDA"),
+        Target("stablehlo:tpu", "stablehlo", "", "tpu", "mlir", "StableHLO for TPU v5e"),
+        Target("mosaic-gpu", "mosaic-gpu", "", "", "mlir", "Mosaic GPU"),
+        Target("triton", "triton", "ttir", "", "mlir", "Triton IR (TTIR)"),
+    ]
+    found += [
+        Target(
+            f"{stage}:{arch}",
+            "triton",
+            stage,
+            arch,
+            _STAGE_LANGUAGE[stage],
+            f"{_STAGE_TITLE[stage]} for {arch}",
+        )
+        for stage in TRITON_STAGES
+        for arch in GPU_ARCHS
+    ]
+    found += [
+        Target(f"mosaic-tpu:{chip}", "mosaic-tpu", "", chip, "mlir", f"Mosaic TPU for {chip}")
+        for chip in TPU_CHIPS
+    ]
+    found += [
+        Target(
+            f"tpu-compile:{chip}", "tpu-compile", "", chip, "llo", f"TPU {chip} bundles (libtpu)"
+        )
+        for chip in TPU_CHIPS
+    ]
+    return tuple(found)
+
+
+def targets() -> list[str]:
+    """The names of every target pallaslab can lower for.
+
+    Example:
+        >>> pallaslab.targets()[:5]
+        ['stablehlo', 'stablehlo:cuda', 'stablehlo:tpu', 'mosaic-gpu', 'triton']
+    """
+    return [t.name for t in all_targets()]
+
+
+# Short names people type, and what they mean.
+_ALIASES = {
+    "ttir": "triton",
+    "triton:ttir": "triton",
+    "mosaic": f"mosaic-tpu:{DEFAULT_TPU_CHIP}",
+    "mosaic-tpu": f"mosaic-tpu:{DEFAULT_TPU_CHIP}",
+    "tpu-compile": f"tpu-compile:{DEFAULT_TPU_CHIP}",
+    "bundles": f"tpu-compile:{DEFAULT_TPU_CHIP}",
+    "mgpu": "mosaic-gpu",
+    "mosaic_gpu": "mosaic-gpu",
+    "hlo": "stablehlo",
+    **{stage: f"{stage}:{DEFAULT_GPU_ARCH}" for stage in TRITON_STAGES},
+}
+
+
+def parse_target(name: str) -> Target:
+    """The target called `name` (aliases such as "ptx" = "ptx:sm_90" accepted).
+
+    Raises:
+        ValueError: Naming the closest targets, when there is no such target.
+    """
+    wanted = name.strip().lower()
+    wanted = _ALIASES.get(wanted, wanted)
+    if ":" in wanted:  # sm90 -> sm_90, v5litepod -> v5e
+        head, arch = wanted.split(":", 1)
+        if arch.startswith("sm") and not arch.startswith("sm_"):
+            arch = "sm_" + arch[2:]
+        arch = {"v5lite": "v5e", "v5litepod": "v5e", "v6lite": "v6e", "tpu7x": "7x"}.get(arch, arch)
+        wanted = f"{head}:{arch}"
+    for target in all_targets():
+        if target.name == wanted:
+            return target
+    close = difflib.get_close_matches(wanted, targets(), n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    raise ValueError(
+        f"unknown target {name!r}.{hint} Targets: stablehlo[:cuda|:tpu], mosaic-gpu, triton, "
+        f"{{ttgir,llir,ptx,sass}}:{{{','.join(GPU_ARCHS)}}}, "
+        f"mosaic-tpu:{{{','.join(TPU_CHIPS)}}}, tpu-compile:{{{','.join(TPU_CHIPS)}}}."
+    )
+
+
+def unavailable_reason(target: Target) -> str | None:
+    """Why this machine cannot produce the target (None when it can)."""
+    needs_triton = target.kind == "triton" and target.stage != "ttir"
+    if needs_triton and importlib.util.find_spec("triton") is None:
+        return (
+            f"{target.title} needs the triton compiler (Linux): "
+            "pip install 'pallaslab[triton]'. Its Triton IR (target 'triton') needs nothing."
+        )
+    if target.kind == "tpu-compile" and importlib.util.find_spec("libtpu") is None:
+        return (
+            "A TPU compile needs libtpu (Linux): pip install 'pallaslab[tpu]'. "
+            f"The Mosaic module (target 'mosaic-tpu:{target.arch}') needs nothing."
+        )
+    return None

@@ -1,0 +1,251 @@
+// IR tab: a kernel lowered for a target, beside its source, linked line by line.
+// The text is asked for with widget messages and arrives in pieces; nothing is
+// lowered until a target is chosen.
+const IR_OPEN_LANGUAGES = { mlir: "mlir", ptx: "ptx", sass: "sass", llvm: "llvm", jaxpr: "jaxpr", llo: "sass", hlo: "mlir" };
+
+function irKey(kernel, target, stage) {
+  return kernel + "|" + target + "|" + (stage || "");
+}
+
+// One line that sums the resources up, shown before the details are opened.
+function irResourceSummary(resources) {
+  const facts = new Map(resources.facts);
+  if (resources.kind === "gpu") {
+    const best = resources.occupancy.filter((o) => o.sameArch)
+      .map((o) => o.gpu + " " + o.percent + "% (" + o.limiter + ")");
+    return [facts.get("architecture"), facts.get("registers per thread") + " registers/thread",
+      "spills: " + facts.get("register spills"), facts.get("shared memory per block") + " shared/block",
+      best.length ? "occupancy " + best.join(", ") : null].filter(Boolean).join(" \u00b7 ");
+  }
+  return ["TPU " + facts.get("chip"), "VMEM " + facts.get("VMEM of blocks and scratch"),
+    facts.has("bundles") ? facts.get("bundles") + " bundles" : null,
+    facts.has("bundles per grid step (loop body)") ? facts.get("bundles per grid step (loop body)") + " per grid step" : null,
+    facts.has("program code size (runtime included)") ? "program code " + facts.get("program code size (runtime included)") : null,
+    resources.tiling.length ? resources.tiling.length + " block(s) break the (8, 128) rule" : null,
+  ].filter(Boolean).join(" \u00b7 ");
+}
+
+function irResources(resources) {
+  if (!resources) return null;
+  const box = h("details", { class: "pl-ir-resources" },
+    h("summary", {}, h("b", { text: "Resources: " }), irResourceSummary(resources)));
+  box.append(table(["", ""], resources.facts));
+  if (resources.kind === "gpu") {
+    box.append(h("h4", { text: "Theoretical occupancy" }),
+      table(["GPU", "arch", "blocks / SM", "warps / SM", "occupancy", "limited by"],
+        resources.occupancy.map((o) => [
+          o.gpu + (o.sameArch ? "" : " *"), o.arch, String(o.blocks), o.warps,
+          h("span", { class: "pl-occupancy" },
+            h("span", { class: "pl-bar" }, h("span", { class: "pl-bar-fill", style: "width:" + o.percent + "%" })),
+            " " + o.percent + "%"),
+          o.blocks === 0 ? "cannot launch: " + o.limiter : o.limiter])),
+      h("p", { class: "pl-notice", text: "* compiled for another architecture: its registers and shared memory may differ there." }));
+  } else {
+    const percent = Math.min(100, 100 * resources.vmemFraction);
+    box.append(h("div", { class: "pl-vmem" }, "VMEM ",
+      h("span", { class: "pl-bar pl-bar-wide" }, h("span", {
+        class: "pl-bar-fill" + (resources.vmemFraction > 1 ? " pl-bar-over" : ""), style: "width:" + percent + "%" }))));
+    if (resources.blocks.length) {
+      box.append(table(["operand", "role", "block", "dtype", "buffers", "bytes", "in (8, 128) tiles"],
+        resources.blocks.map((b) => [b.operand, b.role, b.block, b.dtype, String(b.buffers), b.bytes, b.padded])));
+    }
+    for (const t of resources.tiling) {
+      box.append(h("div", { class: "pl-problem" },
+        h("b", { text: t.where ? t.where.label + " line " + t.where.line + ": " : "" }), t.message,
+        h("div", { class: "pl-hint", text: t.hint })));
+    }
+    if (resources.utilization.length) {
+      box.append(h("h4", { text: "Mean slots used per bundle, over the whole kernel" }),
+        table(["unit", "slots", "mean used"], resources.utilization.map((u) => [u.unit, String(u.slots), String(u.mean)])));
+    }
+  }
+  return box;
+}
+
+TABS.ir = {
+  render(root, data, ctx) {
+    const model = ctx.model;
+    const state = ctx.state.ir || (ctx.state.ir = {
+      kernel: data.initial.kernel, target: data.initial.target, stage: "",
+      cache: new Map(), generation: 0,
+    });
+    // Lowerings and their text come from Python on request, piece by piece.
+    const ask = (message, reply) => ctx.request(message).then(reply);
+
+    const targets = data.targets;
+    const kernelPicker = h("select", { class: "pl-picker", "aria-label": "kernel" },
+      data.kernels.map((k) => h("option", { value: String(k.index), text: "kernel " + k.name })));
+    kernelPicker.value = String(state.kernel);
+    if (!data.kernels.length) kernelPicker.append(h("option", { value: "0", text: "program" }));
+    const groups = new Map();
+    for (const t of targets) {
+      if (!groups.has(t.group)) groups.set(t.group, h("optgroup", { label: t.group }));
+      const option = h("option", { value: t.name, text: t.name + (t.unavailable ? " (not installed)" : ""), title: t.unavailable || t.title });
+      groups.get(t.group).append(option);
+    }
+    const targetPicker = h("select", { class: "pl-picker", "aria-label": "target" }, [...groups.values()]);
+    targetPicker.value = state.target;
+    const stagePicker = h("select", { class: "pl-picker", "aria-label": "stage", hidden: true });
+    const status = h("span", { class: "pl-hint" });
+    const openButton = h("button", { class: "pl-button", type: "button", text: "Open in new tab", hidden: true,
+      title: "Open this text in a JupyterLab tab of its own" });
+    const toolbar = h("div", { class: "pl-toolbar" }, "Kernel ", kernelPicker, " target ", targetPicker,
+      stagePicker, openButton, status);
+    const headerBox = h("div", { class: "pl-ir-header" });
+    // Pieces still arriving for an earlier drawing of this pane report here.
+    state.ui = { status, openButton, headerBox };
+    const panes = h("div", { class: "pl-split" });
+    const resourcesBox = h("div");
+    root.append(toolbar, headerBox, resourcesBox, panes);
+
+    const show = () => {
+      const generation = ++state.generation;
+      const key = irKey(state.kernel, state.target, state.stage);
+      clear(headerBox); clear(panes); clear(resourcesBox);
+      openButton.hidden = true;
+      const cached = state.cache.get(key);
+      if (cached) {
+        // Complete, or still arriving (the pane was drawn again meanwhile): the
+        // pieces still to come go to the view drawn now.
+        cached.view = draw(cached, generation);
+        return;
+      }
+      status.textContent = "Lowering\u2026";
+      const message = { kernel: state.kernel, target: state.target, stage: state.stage };
+      ask({ type: "lower", ...message }, (summary) => {
+        if (summary.type === "failed") {
+          if (generation !== state.generation) return;
+          status.textContent = "";
+          return headerBox.append(h("p", { class: "pl-problem", text: summary.message }));
+        }
+        const entry = { summary, lines: [], map: [], complete: summary.chunks === 0, view: null };
+        state.cache.set(key, entry);
+        if (generation === state.generation) entry.view = draw(entry, generation);
+        const fetch = (index) => ask({ type: "chunk", index, ...message }, (piece) => {
+          const ui = state.ui;
+          if (piece.type === "failed") {
+            state.cache.delete(key);
+            if (entry.view) ui.headerBox.append(h("p", { class: "pl-problem", text: piece.message }));
+            return;
+          }
+          for (const line of piece.lines) entry.lines.push(line);
+          for (const m of piece.map) entry.map.push(m);
+          entry.complete = piece.last;
+          const view = entry.view;
+          if (view && view.generation === state.generation) {
+            view.textView.append(piece.lines);
+            view.linker.addMap(piece.map);
+            ui.status.textContent = piece.last ? done(summary) : "Loading " + entry.lines.length + " of " + summary.lines + " lines\u2026";
+            if (piece.last) ui.openButton.hidden = window.__pallaslabLab !== true;
+          }
+          if (!piece.last) fetch(index + 1);
+        });
+        if (summary.chunks > 0) fetch(0);
+      });
+    };
+
+    const done = (summary) => summary.error && !summary.lines ? "could not lower" :
+      summary.lines + " lines, " + summary.mapped + " linked to source" +
+      (summary.seconds ? " \u00b7 lowered in " + summary.seconds + " s" : "");
+
+    // Draws a lowering (complete, or its summary with text still arriving).
+    const draw = (entry, generation) => {
+      const summary = entry.summary;
+      status.textContent = entry.complete ? done(summary) : "Loading " + entry.lines.length + " of " + summary.lines + " lines\u2026";
+      // Stages (a TPU compile's pass pipeline): the main text is "".
+      clear(stagePicker);
+      stagePicker.hidden = !summary.stages.length;
+      if (summary.stages.length) {
+        stagePicker.append(h("option", { value: "", text: "final" }),
+          ...summary.stages.map((s) => h("option", { value: s, text: s })));
+        stagePicker.value = state.stage;
+      }
+      headerBox.append(h("div", { class: "pl-notice", text: summary.header }));
+      for (const note of summary.notes) headerBox.append(h("div", { class: "pl-notice", text: note }));
+      const sourceViews = [];
+      const left = h("div", { class: "pl-pane" });
+      let linker = null;
+      const sourceView = (index) => {
+        if (sourceViews[index] || !data.files[index]) return sourceViews[index] || null;
+        const file = data.files[index];
+        const view = new CodeView({ lines: file.lines, first: file.first, language: "python",
+          marks: file.marks, title: file.label,
+          onHover: (line) => linker && linker.onSourceHover(index, line),
+          onClick: (line) => linker && linker.onSourceClick(index, line) });
+        sourceViews[index] = view;
+        left.append(view.el);
+        // Long files open at their kernel, not at their first line.
+        const mark = file.marks.find((m) => m.kind === "kernel");
+        if (mark) setTimeout(() => view.revealLine(mark.line), 0);
+        return view;
+      };
+      const error = summary.error;
+      if (error) {
+        const where = error.where ? error.where.label + " line " + error.where.line + ": " : "";
+        headerBox.append(h("div", { class: "pl-problem", role: "alert" }, h("b", { text: where }), error.message,
+          error.detail && error.detail !== error.message ? h("details", {}, h("summary", { text: "compiler message" }),
+            h("pre", { class: "pl-detail", text: error.detail })) : null));
+        const index = error.where ? data.files.findIndex((f) => f.file === error.where.file) : -1;
+        if (index >= 0) {
+          const view = sourceView(index);
+          view.highlight([error.where.line]);
+          panes.append(left);
+          setTimeout(() => view.revealLine(error.where.line), 0);
+        }
+        const box = irResources(summary.resources);
+        if (box) resourcesBox.append(box);
+        if (entry.complete && !summary.lines) return null;
+      }
+      const textView = new VirtualCodeView({ language: summary.language,
+        title: (summary.kernel ? summary.kernel + " \u00b7 " : "") + state.target + (state.stage ? " \u00b7 " + state.stage : ""),
+        onHover: (line) => linker && linker.onTextHover(line),
+        onClick: (line) => linker && linker.onTextClick(line) });
+      linker = linkViews(textView, sourceViews, [], { sourceView });
+      if (!error) panes.append(left, h("div", { class: "pl-pane" }, textView.el));
+      textView.append(entry.lines);
+      linker.addMap(entry.map);
+      if (!error) {
+        const box = irResources(summary.resources);
+        if (box) resourcesBox.append(box);
+      }
+      openButton.hidden = !(entry.complete && window.__pallaslabLab === true);
+      openButton.onclick = () => {
+        const used = data.files.map((f) => ({ label: f.label, first: f.first, lines: f.lines }));
+        openButton.dispatchEvent(new CustomEvent("pallaslab:open-text", {
+          bubbles: true, composed: true,
+          detail: {
+            title: (summary.kernel || "program") + " \u00b7 " + state.target + (state.stage ? " \u00b7 " + state.stage : ""),
+            language: IR_OPEN_LANGUAGES[summary.language] || "mlir",
+            text: entry.lines.join("\n"),
+            sourceMap: entry.map,
+            sources: used,
+          },
+        }));
+      };
+      return { textView, linker, generation };
+    };
+
+    kernelPicker.addEventListener("change", () => {
+      state.kernel = Number(kernelPicker.value);
+      const kernel = data.kernels.find((k) => k.index === state.kernel);
+      const target = targets.find((t) => t.name === state.target);
+      if (kernel && target && !target.program && state.target !== kernel.defaultTarget && !state.chosen) {
+        state.target = kernel.defaultTarget;
+        targetPicker.value = state.target;
+      }
+      state.stage = "";
+      show();
+    });
+    targetPicker.addEventListener("change", () => {
+      state.target = targetPicker.value;
+      state.chosen = true;
+      state.stage = "";
+      show();
+    });
+    stagePicker.addEventListener("change", () => {
+      state.stage = stagePicker.value;
+      show();
+    });
+    show();
+  },
+};
