@@ -1,12 +1,15 @@
 """pallaslab: trace, lower, map and check JAX Pallas kernels, in Jupyter and in scripts.
 
 In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
-`pallaslab.inspect(fn, *example_args)`.
+`pallaslab.inspect(fn, *example_args)`; `pallaslab.emulate(fn)` runs every Pallas kernel in
+`fn` with pallaslab's fast CPU emulator.
 """
 
 from typing import Any as _Any
 
 from pallaslab._src.core import display as _display
+from pallaslab._src.core.emulator import EmulationNotice as EmulationNotice
+from pallaslab._src.core.emulator import emulate as emulate
 from pallaslab._src.core.inspection import Inspection as Inspection
 from pallaslab._src.core.tracing import inspect as inspect
 from pallaslab._src.indexmap import IndexMap as IndexMap

@@ -8,7 +8,8 @@ that needs it degrades with a clear notice (`feature_notice`), and
 
 Modules: `probes` (guarded imports), `kernels` (finding kernels, records, jaxpr text),
 `indexmaps` (index maps to NumPy expressions), `execution` (interpret mode on CPU,
-recording kernels as they are bound, prefetch values), `errors` (context for messages).
+recording kernels as they are bound, prefetch values), `errors` (context for messages),
+`emulation` (a pallas_call's body, blocks and padding, for the emulator).
 """
 
 from pallaslab._src.core.jax_adapter.errors import KernelCallContext as KernelCallContext
@@ -17,11 +18,15 @@ from pallaslab._src.core.jax_adapter.errors import kernel_call_context as kernel
 from pallaslab._src.core.jax_adapter.execution import auto_interpret as auto_interpret
 from pallaslab._src.core.jax_adapter.execution import forced_interpret as forced_interpret
 from pallaslab._src.core.jax_adapter.execution import (
+    install_platform_rule as install_platform_rule,
+)
+from pallaslab._src.core.jax_adapter.execution import (
     install_cpu_interpret as install_cpu_interpret,
 )
 from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetch_values
 from pallaslab._src.core.jax_adapter.execution import recording_kernels as recording_kernels
 from pallaslab._src.core.jax_adapter.execution import same_kernel as same_kernel
+from pallaslab._src.core.jax_adapter.execution import set_emulator as set_emulator
 from pallaslab._src.core.jax_adapter.execution import site_function as site_function
 from pallaslab._src.core.jax_adapter.indexmaps import (
     index_map_from_jaxpr as index_map_from_jaxpr,

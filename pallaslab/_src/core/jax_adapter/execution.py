@@ -23,14 +23,49 @@ from pallaslab._src.core.jax_adapter.probes import (
 
 _auto_interpret = threading.local()
 _cpu_rule_installed = False
+_platform_rules: set[str] = set()
+# pallaslab's emulator (core/emulator.py registers it): given a pallas_call's params,
+# its input avals and whether kernels should run on CPU at all, it returns a function
+# computing the outputs, "interpret" for Pallas' interpreter, or None to leave the call
+# to JAX.
+_emulator: Callable[[dict[str, Any], Sequence[Any], bool], Any] | None = None
+
+
+def set_emulator(hook: Callable[[dict[str, Any], Sequence[Any], bool], Any]) -> None:
+    """Registers the emulator consulted for every pallas_call lowered."""
+    global _emulator  # noqa: PLW0603
+    _emulator = hook
+
+
+def _lowering_rule(platform: str) -> Callable[..., Any]:
+    assert pallas_call_module is not None
+    assert mlir_module is not None
+    jax_rule = pallas_call_module._pallas_call_lowering
+    lower_fun = mlir_module.lower_fun
+
+    def rule(ctx: Any, *in_nodes: Any, interpret: Any, **params: Any) -> Any:
+        auto = platform == "cpu" and getattr(_auto_interpret, "on", True)
+        choice = (
+            _emulator(dict(params, interpret=interpret), tuple(ctx.avals_in), auto)
+            if _emulator is not None
+            else None
+        )
+        if callable(choice):
+            return lower_fun(choice, multiple_results=True)(ctx, *in_nodes)
+        if choice == "interpret" or (auto and not interpret):
+            interpret = interpret or True
+        return jax_rule(ctx, *in_nodes, interpret=interpret, **params)
+
+    return rule
 
 
 def install_cpu_interpret() -> str | None:
-    """Lets `pallas_call` run on CPU by lowering it in interpret mode.
+    """Lets `pallas_call` run on CPU: emulated, or in Pallas' interpreter.
 
     JAX refuses to lower a `pallas_call` for CPU unless `interpret=True` was passed;
-    pallaslab lowers such calls through JAX's own interpreter instead, while
-    `auto_interpret` is on. Returns a notice when this JAX cannot do that.
+    while `auto_interpret` is on, pallaslab lowers such calls through its emulator
+    (when registered with `set_emulator`) or JAX's own interpreter instead. Returns a
+    notice when this JAX cannot do that.
     """
     global _cpu_rule_installed  # noqa: PLW0603
     notice = feature_notice("cpu-interpret")
@@ -38,16 +73,27 @@ def install_cpu_interpret() -> str | None:
         return notice
     assert pallas_call_module is not None
     assert mlir_module is not None
-    jax_rule = pallas_call_module._pallas_call_lowering
-
-    def cpu_rule(ctx: Any, *in_nodes: Any, interpret: Any, **params: Any) -> Any:
-        if not interpret and getattr(_auto_interpret, "on", True):
-            interpret = True
-        return jax_rule(ctx, *in_nodes, interpret=interpret, **params)
-
-    mlir_module.register_lowering(pallas_call_module.pallas_call_p, cpu_rule, platform="cpu")
+    mlir_module.register_lowering(
+        pallas_call_module.pallas_call_p, _lowering_rule("cpu"), platform="cpu"
+    )
     _cpu_rule_installed = True
     return None
+
+
+def install_platform_rule(platform: str) -> None:
+    """Lets the emulator run pallas_calls lowered for another platform ("cuda", "rocm",
+    "tpu") when asked to; without a request JAX's own rule runs them."""
+    if platform == "cpu":
+        install_cpu_interpret()
+        return
+    if platform in _platform_rules or feature_notice("cpu-interpret"):
+        return
+    assert pallas_call_module is not None
+    assert mlir_module is not None
+    mlir_module.register_lowering(
+        pallas_call_module.pallas_call_p, _lowering_rule(platform), platform=platform
+    )
+    _platform_rules.add(platform)
 
 
 @contextlib.contextmanager
