@@ -279,11 +279,16 @@ class Schedule:
     writes they then write back one by one in lane order (later lanes win), which is
     how racing programs lose each other's updates; otherwise their blocks are disjoint
     and written back at once. `valid[s, b]` is False for padding lanes.
+
+    With `tpu_buffers`, each lane is a TPU core holding its output blocks in VMEM: a
+    program whose output block differs from its core's previous one starts from
+    uninitialized memory, as the TPU pipeline does not read output blocks back.
     """
 
     pids: np.ndarray
     valid: np.ndarray
     ordered: bool
+    tpu_buffers: bool = False
 
 
 def grid_schedule(grid: Sequence[int], plan: Plan) -> Schedule:
@@ -330,7 +335,7 @@ def permuted_schedule(
     parallel = geometry.parallel_axes(record, "tpu")
     split = next((a for a, p in enumerate(parallel) if p and record.grid[a] > 1), None)
     if split is None:
-        return Schedule(coords.reshape(count, 1, ndim), np.ones((count, 1), bool), True)
+        return Schedule(coords.reshape(count, 1, ndim), np.ones((count, 1), bool), True, True)
     half = -(-record.grid[split] // 2)
     cores = [coords[coords[:, split] < half], coords[coords[:, split] >= half]]
     # Interleave the two cores' sequences at random; a wave pairs their next programs.
@@ -352,7 +357,7 @@ def permuted_schedule(
             if program is not None:
                 pids[s, core] = program
                 valid[s, core] = True
-    return Schedule(pids, valid, True)
+    return Schedule(pids, valid, True, True)
 
 
 def fill_value(dtype: Any, fill: str) -> Any:
@@ -374,9 +379,13 @@ def run_call(
     plan: Plan,
     args: Sequence[Any],
     request: Request = EMULATE,
+    fill_values: dict[int, Any] | None = None,
 ) -> list[Any]:
     """Runs a pallas_call as `plan` says (or in the order `request` asks); returns its
     outputs. Traced: builds the JAX computation.
+
+    `fill_values` (operand position -> scalar, possibly traced) overrides what fills
+    that operand's padding or initial contents, for checks that vary it under vmap.
 
     Each step runs a batch of programs with nested `jax.vmap`s, one per batched grid
     axis; an operand whose blocks do not change along a batched axis is passed
@@ -385,6 +394,13 @@ def run_call(
     """
     applies = request.applies_to(kernel_key(call.record))
     fills = dict(request.fills) if applies else {}
+    overrides = dict(fill_values or {})
+
+    def filler(position: int, dtype: Any) -> Any:
+        if position in overrides:
+            return jnp.asarray(overrides[position], dtype)
+        return fill_value(dtype, fills.get(position, ""))
+
     scalars = list(args[: call.num_scalars])
     inputs = list(args[call.num_scalars :])
     body = call.program
@@ -405,7 +421,7 @@ def run_call(
     # Arrays as Pallas' interpreter holds them: padded to whole blocks.
     arrays: list[Any] = []
     for k, layout in enumerate(call.layouts):
-        fill = fill_value(layout.dtype, fills.get(call.num_scalars + k, ""))
+        fill = filler(call.num_scalars + k, layout.dtype)
         if k < call.num_inputs:
             value = inputs[k]
         elif (k - call.num_inputs) in call.aliases:
@@ -416,7 +432,7 @@ def run_call(
     first_scratch = call.num_scalars + len(call.layouts)
     scratch = [
         jnp.broadcast_to(
-            jnp.asarray(fill_value(dtype, fills.get(first_scratch + j, "")), dtype),
+            jnp.asarray(filler(first_scratch + j, dtype), dtype),
             (*level_shape, *shape),
         )
         for j, (shape, dtype) in enumerate(call.scratch)
@@ -475,15 +491,33 @@ def run_call(
             ),
         )
 
+    output_fills = {
+        k: filler(call.num_scalars + k, call.layouts[k].dtype)
+        for k in range(call.num_inputs, len(call.layouts))
+    }
+
     def step(
-        state: tuple[list[Any], list[Any]], xs: tuple[list[Any], list[Any], list[Any], Any]
-    ) -> tuple[tuple[list[Any], list[Any]], None]:
-        held, scratch_values = state
+        state: tuple[list[Any], list[Any], list[Any], Any],
+        xs: tuple[list[Any], list[Any], list[Any], Any],
+    ) -> tuple[tuple[list[Any], list[Any], list[Any], Any], None]:
+        held, scratch_values, previous, had_program = state
         pids, step_read, step_write, valid = xs
         blocks = []
         for k, layout in enumerate(call.layouts):
             source = held[k] if carried[k] else arrays[k]
             blocks.append(_gather(source, step_read[k], layout))
+        if schedule.tpu_buffers:
+            # A core keeps its output block in VMEM only while consecutive programs
+            # write the same block; a new block starts uninitialized.
+            previous = list(previous)
+            for k in output_fills:
+                same = had_program & jnp.all(previous[k] == step_write[k], axis=-1)
+                shape = (lanes,) + (1,) * (blocks[k].ndim - 1)
+                blocks[k] = jnp.where(
+                    same.reshape(shape), blocks[k], jnp.asarray(output_fills[k], blocks[k].dtype)
+                )
+                previous[k] = jnp.where(valid[:, None], step_write[k], previous[k])
+            had_program = had_program | valid
         new_blocks, new_scratch = batched_program(pids, blocks, scratch_values)
         updated = list(held)
         for k, layout in enumerate(call.layouts):
@@ -502,7 +536,7 @@ def run_call(
                 jnp.where(lane_valid.reshape(level_shape + (1,) * (s.ndim - len(levels))), s, old)
                 for s, old in zip(new_scratch, scratch_values, strict=True)
             ]
-        return (updated, list(new_scratch)), None
+        return (updated, list(new_scratch), previous, had_program), None
 
     held = [arrays[k] if carried[k] else None for k in range(len(call.layouts))]
     xs = (
@@ -511,7 +545,11 @@ def run_call(
         [jnp.asarray(w, jnp.int32) for w in write_starts],
         jnp.asarray(schedule.valid),
     )
-    state = (held, scratch)
+    previous = [
+        jnp.zeros((lanes, len(call.layouts[k].shape)), jnp.int32) if k in output_fills else None
+        for k in range(len(call.layouts))
+    ]
+    state = (held, scratch, previous, jnp.zeros((lanes,), bool))
     if num_steps == 1:
         state, _ = step(state, jax.tree_util.tree_map(lambda x: x[0], xs))
     else:
@@ -669,6 +707,11 @@ def lowering_impl(
         return run_call(call, plan, args, request)
 
     return impl
+
+
+# Registered on import: wherever pallaslab's CPU lowering rule is installed, the
+# emulator is consulted.
+jax_adapter.set_emulator(lowering_impl)
 
 
 def install() -> str | None:

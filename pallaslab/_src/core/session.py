@@ -13,8 +13,10 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import jax
+
 from pallaslab._src import sources
-from pallaslab._src.core import jax_adapter, running, tracing
+from pallaslab._src.core import emulator, jax_adapter, running, tracing
 from pallaslab._src.core.diagnose import Diagnosis, diagnose
 from pallaslab._src.core.inspection import Inspection, Program
 from pallaslab._src.geometry.blocks import stray_blocks
@@ -153,9 +155,20 @@ def execute_cell(
 
 @contextlib.contextmanager
 def _interpret_scope(forced: bool) -> Iterator[None]:
-    jax_adapter.install_cpu_interpret()
-    with jax_adapter.auto_interpret(), jax_adapter.forced_interpret(forced):
+    # On CPU, kernels the cell runs are emulated; --interpret forces Pallas' own
+    # interpreter (also on GPU and TPU).
+    emulator.install()
+    request = emulator.INTERPRET if forced else emulator.EMULATE
+    with (
+        jax_adapter.auto_interpret(),
+        jax_adapter.forced_interpret(forced),
+        emulator.scope(request if forced or _on_cpu() else None),
+    ):
         yield
+
+
+def _on_cpu() -> bool:
+    return bool(jax.default_backend() == "cpu")
 
 
 def _compile(
@@ -273,7 +286,9 @@ def _run(
         except Exception as error:
             raise fail(error, magic_line) from None
     try:
-        result = running.run_program(inspection.program, args, kwargs, ref=ref)
+        result = running.run_program(
+            inspection.program, args, kwargs, ref=ref, interpret=options.interpret
+        )
     except Exception as error:
         raise fail(error, magic_line) from None
     return inspection.with_result(result)

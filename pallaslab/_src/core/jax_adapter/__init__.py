@@ -23,6 +23,7 @@ from pallaslab._src.core.jax_adapter.execution import (
 from pallaslab._src.core.jax_adapter.execution import (
     install_cpu_interpret as install_cpu_interpret,
 )
+from pallaslab._src.core.jax_adapter.execution import kernel_operands as kernel_operands
 from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetch_values
 from pallaslab._src.core.jax_adapter.execution import recording_kernels as recording_kernels
 from pallaslab._src.core.jax_adapter.execution import same_kernel as same_kernel
