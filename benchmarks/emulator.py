@@ -166,8 +166,10 @@ def main() -> None:
         t_jnp = median_seconds(plain, args, options.repeats)
         want = np.asarray(interpreted(*args))
         got = np.asarray(emulated(*args))
-        same = "bitwise" if np.array_equal(want, got, equal_nan=True) else (
-            f"max diff {float(np.nanmax(np.abs(want - got))):.2g}"
+        same = (
+            "bitwise"
+            if np.array_equal(want, got, equal_nan=True)
+            else (f"max diff {float(np.nanmax(np.abs(want - got))):.2g}")
         )
         speedup, overhead = t_interp / t_emu, t_emu / t_jnp
         print(

@@ -48,8 +48,8 @@ def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Elementwise: the values differ (NaN equals NaN)."""
     if a.dtype.kind in "fc":
         both_nan = np.isnan(a) & np.isnan(b)
-        return ~((a == b) | both_nan)
-    return a != b
+        return np.asarray(~((a == b) | both_nan))
+    return np.asarray(a != b)
 
 
 def _tiles(mask: np.ndarray, layout: adapter.BlockLayout) -> list[tuple[int, ...]]:
@@ -106,6 +106,7 @@ def find_leaks(
     call: adapter.KernelCall,
     plan: emulator.Plan,
     operands: Sequence[Any],
+    *,
     kernel_index: int = 0,
 ) -> list[Leak]:
     """Output tiles of one kernel that depend on padding or never-written memory.
@@ -155,9 +156,7 @@ def find_leaks(
             mask = _differs(want, got)
             if not mask.any():
                 continue
-            leaks.extend(
-                _leak_records(call, kernel_index, position, cause, label, m, mask, want)
-            )
+            leaks.extend(_leak_records(call, kernel_index, position, cause, label, m, mask, want))
     return leaks
 
 
@@ -171,7 +170,7 @@ def _operand_dtypes(call: adapter.KernelCall) -> dict[int, Any]:
     return dtypes
 
 
-def _leak_records(
+def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
     call: adapter.KernelCall,
     kernel_index: int,
     position: int,
@@ -301,11 +300,11 @@ def confirm_races(
     plan: emulator.Plan,
     operands: Sequence[Any],
     backend: str,
+    *,
     kernel_index: int = 0,
     seeds: Sequence[int] = SEEDS,
 ) -> RaceCheck:
-    """Runs the kernel in seeded orders `backend` allows and compares with the grid's
-    order.
+    """Runs the kernel in seeded orders `backend` allows; compares with grid order.
 
     GPU orders permute all programs, in waves of concurrent programs that read the
     same state (so racing read-modify-writes lose updates). TPU orders split the

@@ -49,14 +49,14 @@ Mode = Literal["emulate", "interpret"]
 
 
 class EmulationNotice(UserWarning):
-    """A kernel ran in Pallas' interpreter instead of the emulator (the message says
-    why)."""
+    """A kernel ran in Pallas' interpreter instead of the emulator (says why)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Request:
-    """What the emulator is asked to do while a program is traced (hashable: it is part
-    of JAX's compile-cache key).
+    """What the emulator is asked to do while a program is traced.
+
+    Hashable: it is part of JAX's compile-cache key.
 
     Attributes:
         mode: "emulate", or "interpret" to force Pallas' own interpreter.
@@ -151,9 +151,7 @@ class Plan:
                 f"{'s' if self.batch != 1 else ''} at once)"
             )
         if self.sequential:
-            why = ", ".join(
-                sorted(set(self.reasons), key=self.reasons.index)
-            )
+            why = ", ".join(sorted(set(self.reasons), key=self.reasons.index))
             parts.append(f"{self._axes(self.sequential)} in order ({self.steps} steps: {why})")
         return f"{self.kernel}: emulated; " + "; ".join(parts) + "."
 
@@ -217,13 +215,16 @@ def make_plan(call: adapter.KernelCall) -> Plan:
 
 
 def clamped_starts(call: adapter.KernelCall, k: int, prefetch: Sequence[Any] = ()) -> np.ndarray:
-    """Each program's window start in operand `k`'s padded array, clamped as
-    `lax.dynamic_slice` clamps it; shape (programs, dims), programs in grid order."""
+    """Each program's window start in operand `k`'s padded array, clamped.
+
+    Clamped as `lax.dynamic_slice` clamps it; shape (programs, dims), programs in grid
+    order.
+    """
     layout = call.layouts[k]
     operand = call.record.operands[call.num_scalars + k]
     starts = block_starts(operand, call.grid, prefetch).reshape(-1, len(layout.shape))
     limit = np.asarray(layout.padded_shape, np.int64) - np.asarray(layout.block, np.int64)
-    return np.clip(starts, 0, np.maximum(limit, 0))
+    return np.asarray(np.clip(starts, 0, np.maximum(limit, 0)), np.int64)
 
 
 # ---------------------------------------------------------------------------
@@ -262,8 +263,14 @@ def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.Ke
 def plan_for_site(site: jax_adapter.KernelSite) -> Plan:
     """The plan for a kernel found in a traced program."""
     if site.primitive != "pallas_call":
-        return Plan(str(site.params.get("name", "kernel")), (), (), (), (),
-                    f"it is a {site.primitive} kernel, which the emulator does not run")
+        return Plan(
+            str(site.params.get("name", "kernel")),
+            (),
+            (),
+            (),
+            (),
+            f"it is a {site.primitive} kernel, which the emulator does not run",
+        )
     return analyse(site.params, site.in_avals)[1]
 
 
@@ -292,8 +299,10 @@ class Schedule:
 
 
 def grid_schedule(grid: Sequence[int], plan: Plan) -> Schedule:
-    """The plan's schedule: one step per index of the sequential axes, in grid order,
-    each step batching every index of the batched axes."""
+    """The plan's schedule: one step per index of the sequential axes.
+
+    Steps follow grid order; each batches every index of the batched axes.
+    """
     coords = geometry.program_coordinates(grid)
     if not grid:
         return Schedule(coords.reshape(1, 1, 0), np.ones((1, 1), bool), ordered=False)
@@ -308,11 +317,10 @@ def grid_schedule(grid: Sequence[int], plan: Plan) -> Schedule:
     return Schedule(pids.reshape(steps, batch, len(grid)), np.ones((steps, batch), bool), False)
 
 
-def permuted_schedule(
-    record: Kernel, backend: str, seed: int, lanes: int = 0
-) -> Schedule:
-    """A seeded order of the grid that `backend`'s rules allow, in waves of programs
-    that run at the same time.
+def permuted_schedule(record: Kernel, backend: str, seed: int, lanes: int = 0) -> Schedule:
+    """A seeded order of the grid that `backend`'s rules allow, in waves.
+
+    A wave's programs run at the same time.
 
     GPU: every program may run at any time: a random permutation, `lanes` (default 4)
     programs per wave. TPU: programs run in grid order on each core; the leading
@@ -361,9 +369,11 @@ def permuted_schedule(
 
 
 def fill_value(dtype: Any, fill: str) -> Any:
-    """The value padding and unwritten buffers hold: Pallas' (NaN, smallest integer,
-    False) or, for "alt", a different ordinary value (for finding what depends on
-    them)."""
+    """The value padding and unwritten buffers hold.
+
+    Pallas' (NaN, smallest integer, False) or, for "alt", a different ordinary value
+    (for finding what depends on them).
+    """
     if fill != "alt":
         return adapter.uninitialized_value(dtype)
     dtype = np.dtype(dtype)
@@ -381,8 +391,9 @@ def run_call(
     request: Request = EMULATE,
     fill_values: dict[int, Any] | None = None,
 ) -> list[Any]:
-    """Runs a pallas_call as `plan` says (or in the order `request` asks); returns its
-    outputs. Traced: builds the JAX computation.
+    """Runs a pallas_call as `plan` says (or in the order `request` asks).
+
+    Returns its outputs. Traced: builds the JAX computation.
 
     `fill_values` (operand position -> scalar, possibly traced) overrides what fills
     that operand's padding or initial contents, for checks that vary it under vmap.
@@ -450,12 +461,11 @@ def run_call(
         write_starts.append(flat.reshape(num_steps, lanes, ndim))
         if isinstance(full, np.ndarray) and not schedule.ordered:
             varying = tuple(
-                level for level in range(len(levels))
+                level
+                for level in range(len(levels))
                 if levels[level] > 1 and np.any(np.ptp(full, axis=1 + level) > 0)
             )
-            index = tuple(
-                slice(None) if level in varying else 0 for level in range(len(levels))
-            )
+            index = tuple(slice(None) if level in varying else 0 for level in range(len(levels)))
             read_starts.append(full[(slice(None), *index)])
         else:
             varying = tuple(range(len(levels)))
@@ -467,9 +477,7 @@ def run_call(
     pid_xs = []
     for axis in range(ndim_grid):
         level = level_of[axis]
-        index = tuple(
-            slice(None) if other == level else 0 for other in range(len(levels))
-        )
+        index = tuple(slice(None) if other == level else 0 for other in range(len(levels)))
         pid_xs.append(pid_steps[(slice(None), *index, axis)].astype(np.int32))
 
     carried = [k >= call.num_inputs or body.written[k] for k in range(len(call.layouts))]
@@ -510,11 +518,11 @@ def run_call(
             # A core keeps its output block in VMEM only while consecutive programs
             # write the same block; a new block starts uninitialized.
             previous = list(previous)
-            for k in output_fills:
+            for k, fill in output_fills.items():
                 same = had_program & jnp.all(previous[k] == step_write[k], axis=-1)
                 shape = (lanes,) + (1,) * (blocks[k].ndim - 1)
                 blocks[k] = jnp.where(
-                    same.reshape(shape), blocks[k], jnp.asarray(output_fills[k], blocks[k].dtype)
+                    same.reshape(shape), blocks[k], jnp.asarray(fill, blocks[k].dtype)
                 )
                 previous[k] = jnp.where(valid[:, None], step_write[k], previous[k])
             had_program = had_program | valid
@@ -525,9 +533,7 @@ def run_call(
                 continue
             flat_blocks = new_blocks[k].reshape((lanes, *layout.kernel_block_shape))
             if schedule.ordered:
-                updated[k] = _write_in_order(
-                    updated[k], step_write[k], flat_blocks, valid, layout
-                )
+                updated[k] = _write_in_order(updated[k], step_write[k], flat_blocks, valid, layout)
             else:
                 updated[k] = _scatter(updated[k], step_write[k], flat_blocks, layout)
         if schedule.ordered:
@@ -582,8 +588,11 @@ def _unpad(value: Any, layout: adapter.BlockLayout) -> Any:
 
 
 def _starts(call: adapter.KernelCall, k: int, pids: np.ndarray, scalars: Sequence[Any]) -> Any:
-    """Window starts (programs, dims) for the given programs: NumPy when the index map
-    is evaluable ahead of time, else computed with JAX (scalar prefetch)."""
+    """Window starts (programs, dims) for the given programs.
+
+    NumPy when the index map is evaluable ahead of time, else computed with JAX
+    (scalar prefetch).
+    """
     layout = call.layouts[k]
     operand = call.record.operands[call.num_scalars + k]
     index_map = operand.index_map
@@ -593,27 +602,32 @@ def _starts(call: adapter.KernelCall, k: int, pids: np.ndarray, scalars: Sequenc
             static = clamped_starts(call, k).reshape(1, -1)
             return np.broadcast_to(static, (pids.shape[0], static.shape[1]))
         indices = index_map.evaluate([pids[:, a] for a in range(pids.shape[1])])
-        starts = np.stack(
-            [
-                ix if (layout.element[d] or layout.squeezed[d]) else ix * layout.block[d]
-                for d, ix in enumerate(indices)
-            ],
-            axis=-1,
-        ) if indices else np.zeros((pids.shape[0], 0), np.int64)
+        starts = (
+            np.stack(
+                [
+                    ix if (layout.element[d] or layout.squeezed[d]) else ix * layout.block[d]
+                    for d, ix in enumerate(indices)
+                ],
+                axis=-1,
+            )
+            if indices
+            else np.zeros((pids.shape[0], 0), np.int64)
+        )
         return np.clip(starts, 0, limit)
     columns = [jnp.asarray(pids[:, a], jnp.int32) for a in range(pids.shape[1])]
     in_axes = (0,) * len(columns) + (None,) * len(scalars)
+    traced: Sequence[Any]
     if columns:
-        indices = jax.vmap(layout.index_map, in_axes=in_axes)(*columns, *scalars)
+        traced = jax.vmap(layout.index_map, in_axes=in_axes)(*columns, *scalars)
     else:
-        indices = tuple(
-            jnp.broadcast_to(i, (pids.shape[0],)) for i in layout.index_map(*scalars)
-        )
+        traced = [
+            jnp.broadcast_to(jnp.asarray(i), (pids.shape[0],)) for i in layout.index_map(*scalars)
+        ]
     stacked = jnp.stack(
         [
             jnp.asarray(ix, jnp.int32)
             * (1 if (layout.element[d] or layout.squeezed[d]) else layout.block[d])
-            for d, ix in enumerate(indices)
+            for d, ix in enumerate(traced)
         ],
         axis=-1,
     )
@@ -640,9 +654,7 @@ def _scatter(target: Any, starts: Any, blocks: Any, layout: adapter.BlockLayout)
     """Writes disjoint blocks (lanes, *kernel block shape) at `starts` into `target`."""
     lanes = blocks.shape[0]
     if lanes == 1:
-        return lax.dynamic_update_slice(
-            target, blocks.reshape(layout.block), list(starts[0])
-        )
+        return lax.dynamic_update_slice(target, blocks.reshape(layout.block), list(starts[0]))
     full = blocks.reshape((lanes, *layout.block))
     ndim = len(layout.block)
     numbers = lax.ScatterDimensionNumbers(
@@ -698,9 +710,8 @@ def lowering_impl(
         return "interpret"
     call, plan = analyse(params, in_avals)
     if plan.fallback:
-        warnings.warn(
-            f"pallaslab: {plan.describe()}", EmulationNotice, stacklevel=2
-        )
+        # One line, no source line: the lowering happens far from the user's code.
+        warnings.warn_explicit(plan.describe(), EmulationNotice, "pallaslab", 0)
         return "interpret"
 
     def impl(*args: Any) -> list[Any]:

@@ -165,8 +165,7 @@ def _check(
     leaks: list[Leak],
     race_checks: list[RaceCheck],
 ) -> list[str]:
-    """Runs the emulator's checks on every kernel; returns notices for what could not
-    be checked."""
+    """Runs the emulator's checks on every kernel; notices say what went unchecked."""
     notices = []
     for index, (site, plan) in enumerate(zip(program.sites, plans, strict=True)):
         if not plan.emulated:
@@ -180,13 +179,13 @@ def _check(
             continue
         call = emulator.analyse(site.params, site.in_avals)[0]
         try:
-            leaks.extend(checking.find_leaks(call, plan, operands, index))
+            leaks.extend(checking.find_leaks(call, plan, operands, kernel_index=index))
             prefetch = [np.asarray(v) for v in operands[: call.num_scalars]]
-            for backend in geometry.BACKENDS:
-                if geometry.find_races(call.record, backend, prefetch):
-                    race_checks.append(
-                        checking.confirm_races(call, plan, operands, backend, index)
-                    )
+            race_checks.extend(
+                checking.confirm_races(call, plan, operands, backend, kernel_index=index)
+                for backend in geometry.BACKENDS
+                if geometry.find_races(call.record, backend, prefetch)
+            )
         except Exception as error:  # a check must never lose the run's result
             notices.append(f"{plan.kernel}: checks failed ({type(error).__name__}: {error}).")
     return notices

@@ -40,14 +40,19 @@ def window_sizes(operand: Operand) -> tuple[int, ...]:
 
 
 def is_aligned(operand: Operand) -> bool:
-    """Whether every block sits on the operand's block grid (so blocks either coincide
-    or are disjoint): true unless a dimension is element-indexed."""
+    """Whether every block sits on the operand's block grid.
+
+    Blocks then either coincide or are disjoint: true unless a dimension is
+    element-indexed.
+    """
     return all(k in ("blocked", "squeezed") for k in operand.block_kinds)
 
 
 def program_coordinates(grid: Sequence[int]) -> np.ndarray:
-    """Every program's grid indices, shape (programs, axes), in the order the grid
-    runs sequentially (the last axis fastest)."""
+    """Every program's grid indices, shape (programs, axes), in grid order.
+
+    Grid order is the order the grid runs sequentially: the last axis fastest.
+    """
     if not grid:
         return np.zeros((1, 0), np.int64)
     return np.indices(tuple(grid), dtype=np.int64).reshape(len(grid), -1).T
@@ -73,8 +78,10 @@ def group_windows(starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def overlapping_pairs(unique: np.ndarray, sizes: Sequence[int]) -> np.ndarray | None:
-    """Pairs (u, v), u < v, of distinct windows that share elements; None when there
-    are too many windows to compare."""
+    """Pairs (u, v), u < v, of distinct windows that share elements.
+
+    None when there are too many windows to compare.
+    """
     count = unique.shape[0]
     if count > _PAIRWISE_LIMIT:
         return None
@@ -272,8 +279,9 @@ def _operand_conflicts(
     if not is_aligned(operand):
         pairs = overlapping_pairs(unique, sizes)
         for u, v in pairs if pairs is not None else ():
-            members = np.sort(np.concatenate([order[bounds[u] : bounds[u + 1]],
-                                              order[bounds[v] : bounds[v + 1]]]))
+            members = np.sort(
+                np.concatenate([order[bounds[u] : bounds[u + 1]], order[bounds[v] : bounds[v + 1]]])
+            )
             spread = np.ptp(coords[members], axis=0) > 0
             if np.any(spread & parallel_mask):
                 found.append(make("parallel-write", members, int(u)))
@@ -288,8 +296,11 @@ def _block_index(operand: Operand, start: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def axis_names(kernel: Kernel) -> tuple[str, ...]:
-    """Readable names for the grid axes: the grid's names, else the index maps'
-    parameter names when they agree, else "axis k"."""
+    """Readable names for the grid axes.
+
+    The grid's names, else the index maps' parameter names when they agree, else
+    "axis k".
+    """
     if kernel.grid_names and len(kernel.grid_names) == len(kernel.grid):
         return tuple(str(n) for n in kernel.grid_names)
     names: list[str] | None = None
@@ -312,7 +323,9 @@ def _axes_text(axes: Sequence[int], names: Sequence[str]) -> str:
     parts = []
     for axis in axes:
         name = names[axis] if axis < len(names) else ""
-        parts.append(f"grid axis {axis}" + (f" ({name})" if name and name != f"axis {axis}" else ""))
+        parts.append(
+            f"grid axis {axis}" + (f" ({name})" if name and name != f"axis {axis}" else "")
+        )
     if not parts:
         return "no axis"
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -340,28 +353,47 @@ def summarize(kernel: Kernel, conflicts: Sequence[Conflict], backend: str) -> li
         axes = sorted({a for c in group for a in c.axes})
         first = group[0]
         total = _block_count(kernel, first.position)
-        count = f"{len(group)} of its {total} blocks" if total else f"{len(group)} blocks"
+        if total and len(group) == total:
+            blocks = f"each of its {total} blocks is"
+        elif total:
+            blocks = f"{len(group)} of its {total} blocks are"
+        else:
+            blocks = f"{len(group)} of its blocks are"
+        sizes = {len(c.programs) for c in group}
+        writers = f"{sizes.pop()} programs" if len(sizes) == 1 else "several programs"
         along = _axes_text(axes, names)
+        programs = [_tuple(p) for p in first.programs]
+        example = (
+            " and ".join(programs)
+            if len(programs) <= 2
+            else ", ".join(programs[:3]) + f" ({len(programs)} in all)"
+        )
         if kind == "revisit":
             sentences.append(
-                f"{label}: {operand} — {count} are left and revisited along {along} "
-                f"(e.g. {first.describe(names)}) Keep the axis that revisits a block "
-                "innermost in the grid, so each block's programs run back to back."
+                f"{label} hazard on {operand}: {blocks} left and written again later "
+                f"along {along} (e.g. programs {example} write block {_tuple(first.block)}, "
+                "with other blocks in between). A TPU writes an output block back when the "
+                "next program's block differs and does not read it back on return: keep "
+                "the axis a block accumulates along innermost in the grid."
             )
             continue
-        example = first.describe(names)
         if backend == "gpu":
             fix = (
-                "On GPU every grid axis runs in parallel: accumulating into an output "
-                "across programs needs atomics (e.g. pl.atomic_add) or a grid without "
-                f"{along} (loop over it inside the kernel, e.g. with lax.fori_loop)."
+                "On GPU every grid axis runs in parallel, so these writes race: "
+                "accumulating into an output across programs needs atomics (e.g. "
+                f"pl.atomic_add) or a grid without {along} (loop over it inside the "
+                "kernel, e.g. with lax.fori_loop)."
             )
         else:
             fix = (
-                "On TPU 'parallel' axes may be split across cores: mark the axes a block "
-                "is revisited along \"arbitrary\" in dimension_semantics."
+                "On TPU, 'parallel' axes may be split across cores, so these writes race: "
+                f'mark {along} "arbitrary" in dimension_semantics.'
             )
-        sentences.append(f"{label} race: {operand} — {count}: {example} {fix}")
+        sentences.append(
+            f"{label} race on {operand}: {blocks} written by {writers} that differ along "
+            f"{along} (e.g. programs {example} both write block {_tuple(first.block)}). "
+            f"{fix}"
+        )
     return sentences
 
 
@@ -378,8 +410,9 @@ def _clean_sentence(kernel: Kernel, backend: str, names: Sequence[str]) -> str:
     if backend == "tpu" and revisited:
         along = _axes_text(sorted(revisited), names)
         semantics = (
-            "" if kernel.dimension_semantics else " (no dimension_semantics: every axis "
-            "is \"arbitrary\")"
+            ""
+            if kernel.dimension_semantics
+            else ' (no dimension_semantics: every axis is "arbitrary")'
         )
         return (
             f"{label}: no races. Output blocks are revisited only along {along}, which "

@@ -18,10 +18,10 @@ from pallaslab._src.core.jax_adapter.errors import kernel_call_context as kernel
 from pallaslab._src.core.jax_adapter.execution import auto_interpret as auto_interpret
 from pallaslab._src.core.jax_adapter.execution import forced_interpret as forced_interpret
 from pallaslab._src.core.jax_adapter.execution import (
-    install_platform_rule as install_platform_rule,
+    install_cpu_interpret as install_cpu_interpret,
 )
 from pallaslab._src.core.jax_adapter.execution import (
-    install_cpu_interpret as install_cpu_interpret,
+    install_platform_rule as install_platform_rule,
 )
 from pallaslab._src.core.jax_adapter.execution import kernel_operands as kernel_operands
 from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetch_values

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pallaslab._src.core.jax_adapter.kernels import KernelSite, kernel_from_site
-from pallaslab._src.core.jax_adapter.probes import PALLAS_CALL, jax_core
+from pallaslab._src.core.jax_adapter.probes import PALLAS_CALL, jax_core, source_info_util
 from pallaslab._src.records import Kernel
 
 try:
@@ -39,8 +39,6 @@ except ImportError:  # pragma: no cover - the emulator is then unavailable
 
 
 def _available() -> str:
-    if jax_config is None or pallas_core is None or hlo_interpreter is None:
-        return "jax._src.pallas internals (hlo_interpreter, core) not found"
     needed = (
         (hlo_interpreter, "resolve_physical_types"),
         (pallas_core, "grid_env"),
@@ -49,7 +47,7 @@ def _available() -> str:
         (getattr(jax_config, "config_ext", None), "Config"),
     )
     for module, name in needed:
-        if not hasattr(module, name):
+        if module is None or not hasattr(module, name):
             return f"{getattr(module, '__name__', module)}.{name} not found"
     return ""
 
@@ -90,18 +88,37 @@ def emulation_scope(request: Any) -> Iterator[None]:
 # kernels using them to Pallas' own interpreter. Names grouped by what to tell users.
 _UNCOVERED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("remote copies and collectives", ("device_id", "remote", "multimem", "axis_index")),
-    ("DMAs", ("dma_start", "dma_wait", "async_copy", "copy_gmem", "copy_smem", "async_load",
-              "async_store", "async_prefetch", "wait_smem", "commit_smem", "wait_load")),
+    (
+        "DMAs",
+        (
+            "dma_start",
+            "dma_wait",
+            "async_copy",
+            "copy_gmem",
+            "copy_smem",
+            "async_load",
+            "async_store",
+            "async_prefetch",
+            "wait_smem",
+            "commit_smem",
+            "wait_load",
+        ),
+    ),
     ("semaphores", ("semaphore",)),
     ("barriers", ("barrier",)),
-    ("Mosaic GPU warpgroup and tensor-memory operations",
-     ("wgmma", "tcgen05", "tmem", "cluster", "griddepcontrol", "inline_mgpu")),
+    (
+        "Mosaic GPU warpgroup and tensor-memory operations",
+        ("wgmma", "tcgen05", "tmem", "cluster", "griddepcontrol", "inline_mgpu"),
+    ),
 )
 
 
 def interpret_kind(interpret: Any) -> str:
-    """How a pallas_call asked to be interpreted: "" (not), "plain" (`True`), or the
-    class name of an interpreter's params (`InterpretParams`, ...)."""
+    """How a pallas_call asked to be interpreted.
+
+    "" (not), "plain" (`True`), or the class name of an interpreter's params
+    (`InterpretParams`, ...).
+    """
     if interpret is None or interpret is False:
         return ""
     if interpret is True or isinstance(interpret, (bool, np.bool_)):
@@ -135,8 +152,7 @@ class BlockLayout:
 
     @property
     def padded_shape(self) -> tuple[int, ...]:
-        """The shape Pallas' interpreter works on: Element padding added, then rounded
-        up to whole blocks."""
+        """The shape Pallas' interpreter works on: padded, in whole blocks."""
         padded = []
         for dim, b, (lo, hi) in zip(self.shape, self.block, self.padding, strict=True):
             extent = dim + lo + hi
@@ -346,20 +362,20 @@ def _program_body(params: dict[str, Any], grid: tuple[int, ...]) -> ProgramBody:
     mapping = params["grid_mapping"]
     vmapped = set(mapping.vmapped_dims)
 
+    # Physicalise and discharge as Pallas' interpreter does; program_id and
+    # num_programs stay primitives there, even inside loops and branches.
+    with mapping.trace_env():
+        physical, consts = hlo_interpreter.resolve_physical_types(jaxpr, ())
+        discharged = state_discharge.discharge_state(jax_core.ClosedJaxpr(physical, consts))
+
     def traced(pids: Sequence[Any], *values: Any) -> list[Any]:
-        # program_id / num_programs read the grid environment while the body is
-        # physicalised and discharged, so they become these explicit inputs, also
-        # inside loops and branches.
         if mapping.local_grid_env is not None:
             env = mapping.local_grid_env(tuple(pids), grid)
         else:
             env = tuple(
                 pallas_core.GridAxis(pids[d], grid[d]) for d in range(len(grid)) if d not in vmapped
             )
-        with mapping.trace_env(), pallas_core.grid_env(env):
-            physical, consts = hlo_interpreter.resolve_physical_types(jaxpr, ())
-            discharged = state_discharge.discharge_state(jax_core.ClosedJaxpr(physical, consts))
-        return list(jax_core.eval_jaxpr(discharged.jaxpr, discharged.consts, *values))
+        return _eval_with_grid(discharged.jaxpr, discharged.consts, values, env)
 
     pid_avals = [jax.ShapeDtypeStruct((), jnp.int32) for _ in grid]
     value_avals = []
@@ -381,9 +397,7 @@ def _program_body(params: dict[str, Any], grid: tuple[int, ...]) -> ProgramBody:
     # kernel's own write effects, falling back to the discharged dataflow.
     effects = _written_refs(jaxpr)
     if effects is not None:
-        changed = [
-            c and (num_scalars + k) in effects for k, c in enumerate(changed)
-        ]
+        changed = [c and (num_scalars + k) in effects for k, c in enumerate(changed)]
     written = tuple(changed)
     written_outs = [o for o, w in zip(block_out, written, strict=True) if w]
     depends = _dependencies(body, written_outs)
@@ -403,8 +417,10 @@ def _program_body(params: dict[str, Any], grid: tuple[int, ...]) -> ProgramBody:
 
 
 def _written_refs(jaxpr: Any) -> set[int] | None:
-    """Positions of the kernel's ref arguments it writes or accumulates into, from its
-    state effects; None when the effects cannot be read."""
+    """Positions of the ref arguments the kernel writes, from its state effects.
+
+    None when the effects cannot be read.
+    """
     try:
         from jax._src.state import types as state_types  # noqa: PLC0415
     except ImportError:  # pragma: no cover
@@ -424,9 +440,117 @@ def _written_refs(jaxpr: Any) -> set[int] | None:
     return found
 
 
+_GRID_PRIMITIVES = frozenset({"program_id", "num_programs"})
+
+
+def _uses_grid(jaxpr: Any) -> bool:
+    for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
+        if eqn.primitive.name in _GRID_PRIMITIVES:
+            return True
+        if any(_uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
+            return True
+    return False
+
+
+def _eval_with_grid(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], env: Any) -> list[Any]:
+    """Evaluates a discharged kernel body, program ids read from `env`.
+
+    `env` is a sequence of `GridAxis`, as Pallas' grid environment holds.
+
+    Loops and branches whose bodies ask for program ids are rebuilt with `lax.scan`,
+    `lax.while_loop` and `lax.switch` over Python functions, so the ids reach them as
+    ordinary closed-over values; calls are inlined. Everything else is bound as is.
+    """
+    values: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))
+    values.update(zip(jaxpr.invars, args, strict=True))
+
+    def read(atom: Any) -> Any:
+        return atom.val if isinstance(atom, jax_core.Literal) else values[atom]
+
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        inputs = [read(v) for v in eqn.invars]
+        if name == "program_id":
+            outs = [jnp.asarray(env[eqn.params["axis"]].index, jnp.int32)]
+        elif name == "num_programs":
+            outs = [jnp.asarray(env[eqn.params["axis"]].size, jnp.int32)]
+        elif any(_uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
+            outs = _eval_higher_order(eqn, inputs, env)
+        else:
+            params = eqn.primitive.get_bind_params(eqn.params)
+            subfuns: Sequence[Any] = ()
+            if isinstance(params, tuple):  # older JAX: (subfuns, params)
+                subfuns, params = params
+            traceback = eqn.source_info.traceback
+            with source_info_util.user_context(traceback), eqn.ctx.manager:
+                result = eqn.primitive.bind(*subfuns, *inputs, **params)
+            outs = list(result) if eqn.primitive.multiple_results else [result]
+        values.update(zip(eqn.outvars, outs, strict=True))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _closed_fn(closed: Any, env: Any) -> Callable[..., list[Any]]:
+    inner = getattr(closed, "jaxpr", closed)
+    consts = list(getattr(closed, "consts", ()))
+    return lambda *args: _eval_with_grid(inner, consts, args, env)
+
+
+def _eval_higher_order(eqn: Any, inputs: list[Any], env: Any) -> list[Any]:
+    name = eqn.primitive.name
+    params = eqn.params
+    if name == "scan":
+        body = _closed_fn(params["jaxpr"], env)
+        num_consts, num_carry = params["num_consts"], params["num_carry"]
+        consts = inputs[:num_consts]
+        carry = inputs[num_consts : num_consts + num_carry]
+        xs = inputs[num_consts + num_carry :]
+
+        def scan_body(c: list[Any], x: list[Any]) -> tuple[list[Any], list[Any]]:
+            outs = body(*consts, *c, *x)
+            return list(outs[:num_carry]), list(outs[num_carry:])
+
+        final, ys = jax.lax.scan(
+            scan_body,
+            list(carry),
+            list(xs),
+            length=params["length"],
+            reverse=params["reverse"],
+            unroll=params.get("unroll", 1),
+        )
+        return [*final, *ys]
+    if name == "while":
+        cond = _closed_fn(params["cond_jaxpr"], env)
+        body = _closed_fn(params["body_jaxpr"], env)
+        cond_n, body_n = params["cond_nconsts"], params["body_nconsts"]
+        cond_consts = inputs[:cond_n]
+        body_consts = inputs[cond_n : cond_n + body_n]
+        init = inputs[cond_n + body_n :]
+        return list(
+            jax.lax.while_loop(
+                lambda c: cond(*cond_consts, *c)[0],
+                lambda c: list(body(*body_consts, *c)),
+                list(init),
+            )
+        )
+    if name == "cond":
+        branches = [_closed_fn(b, env) for b in params["branches"]]
+        index, *operands = inputs
+        return list(
+            jax.lax.switch(index, [lambda *o, f=f: list(f(*o)) for f in branches], *operands)
+        )
+    # Calls (jit, closed_call, custom derivatives, checkpoints ...): inline the body.
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
+        sub = params.get(key)
+        if sub is not None and hasattr(getattr(sub, "jaxpr", sub), "eqns"):
+            return list(_closed_fn(sub, env)(*inputs))
+    raise NotImplementedError(f"program ids inside {name} are not supported by the emulator")
+
+
 def _dependencies(jaxpr: Any, targets: Sequence[Any]) -> set[Any]:
-    """The variables `targets` may depend on (walking equations backwards; an equation
-    with sub-jaxprs makes every output depend on every input)."""
+    """The variables `targets` may depend on.
+
+    Walks equations backwards; every output of an equation depends on all its inputs.
+    """
     needed = {t for t in targets if not isinstance(t, jax_core.Literal)}
     for eqn in reversed(jaxpr.eqns):
         if any(o in needed for o in eqn.outvars):
@@ -435,9 +559,11 @@ def _dependencies(jaxpr: Any, targets: Sequence[Any]) -> set[Any]:
 
 
 def uninitialized_value(dtype: Any) -> Any:
-    """What Pallas' interpreter fills padding and unwritten buffers with: NaN for
-    floats, the smallest integer for integers (0 for int16, which stands for
-    semaphores there), False for booleans."""
+    """What Pallas' interpreter fills padding and unwritten buffers with.
+
+    NaN for floats, the smallest integer for integers (0 for int16, which stands for
+    semaphores there), False for booleans.
+    """
     dtype = np.dtype(dtype)
     if jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.complexfloating):
         return np.array(np.nan, dtype)

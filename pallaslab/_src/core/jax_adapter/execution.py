@@ -81,8 +81,10 @@ def install_cpu_interpret() -> str | None:
 
 
 def install_platform_rule(platform: str) -> None:
-    """Lets the emulator run pallas_calls lowered for another platform ("cuda", "rocm",
-    "tpu") when asked to; without a request JAX's own rule runs them."""
+    """Lets the emulator run pallas_calls lowered for another platform when asked to.
+
+    `platform` is "cuda", "rocm" or "tpu"; without a request JAX's own rule runs them.
+    """
     if platform == "cpu":
         install_cpu_interpret()
         return
@@ -191,9 +193,12 @@ def prefetch_values(site: KernelSite, program: Any, leaves: Sequence[Any]) -> tu
     return tuple(np.asarray(v) for v in values[site_prefetch_offset(site) :][:count])
 
 
-def kernel_operands(site: KernelSite, program: Any, leaves: Sequence[Any]) -> tuple[Any, ...] | None:
-    """Every value a kernel receives when the program runs on `leaves` (its inputs, in
-    the primitive's order), for running the kernel alone.
+def kernel_operands(
+    site: KernelSite, program: Any, leaves: Sequence[Any]
+) -> tuple[Any, ...] | None:
+    """Every value a kernel receives when the program runs on `leaves`.
+
+    Its inputs, in the primitive's order, for running the kernel alone.
 
     Evaluates the program's equations up to the kernel, as `prefetch_values` does.
     Returns None when the kernel sits where that cannot be done (inside a loop or a
