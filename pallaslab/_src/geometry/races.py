@@ -423,8 +423,8 @@ def _clean_sentence(kernel: Kernel, backend: str, names: Sequence[str]) -> str:
 
 
 def _block_count(kernel: Kernel, position: int) -> int:
-    operand = kernel.operands[position]
-    if not is_aligned(operand):
+    operand = next((o for o in kernel.operands if o.position == position), None)
+    if operand is None or not is_aligned(operand):
         return 0
     return math.prod(
         -(-dim // size) for dim, size in zip(operand.shape, window_sizes(operand), strict=True)
