@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -36,8 +37,8 @@ def plans_of(fn, *args):
 def assert_identical(want, got):
     want, got = jax.tree_util.tree_leaves(want), jax.tree_util.tree_leaves(got)
     assert len(want) == len(got)
-    for a, b in zip(want, got, strict=True):
-        a, b = np.asarray(a), np.asarray(b)
+    for w, g in zip(want, got, strict=True):
+        a, b = np.asarray(w), np.asarray(g)
         assert a.dtype == b.dtype and a.shape == b.shape
         assert np.array_equal(a, b, equal_nan=True), np.nanmax(np.abs(a - b))
 
@@ -395,8 +396,8 @@ def test_edge_block_padding_leaking_into_the_output_is_reported_with_its_tile():
     assert leak.elements == 56 and leak.nan_elements == 56
     assert leak.programs == ((1,),)
     assert leak.location is not None and leak.location.file == __file__
-    with open(__file__) as source:
-        assert "the BlockSpec line" in source.read().splitlines()[leak.location.line - 1]
+    source = Path(__file__).read_text().splitlines()
+    assert "the BlockSpec line" in source[leak.location.line - 1]
     assert "tile (1,) of o_ref depends on the padding of x_ref" in leak.describe()
     # Interpret mode gives NaN there too: the emulator keeps Pallas' padding.
     assert np.isnan(result.values[0][128:184]).all()

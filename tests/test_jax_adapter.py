@@ -326,7 +326,7 @@ class TestEmulationShapes:
         assert (element.block_size, element.padding) == (10, (1, 2))
         assert isinstance(pl.Squeezed(), pallas_core.Squeezed)
         assert pallas_core.Blocked(8).block_size == 8
-        assert pallas_core.SEMAPHORE_INTERPRET_DTYPE == jnp.int16
+        assert jnp.int16 == pallas_core.SEMAPHORE_INTERPRET_DTYPE
 
     def test_index_map_jaxprs_return_block_indices_first(self):
         mapping = _pallas_eqn().params["grid_mapping"].block_mappings[0]
