@@ -11,9 +11,14 @@ Kernels, all f32:
 - `jax.experimental.pallas.ops.gpu.softmax` (one row per program, masked loads) at a
   few sizes.
 
-Each is compiled once per mode, then timed as the median of several calls (outputs
-ready). The emulated and interpreted outputs are compared too: the emulator must give
+Each is compiled once per mode, then timed as the best of several calls (outputs
+ready; the best, because the machine is shared and bursts of other work only ever add
+time). The emulated and interpreted outputs are compared too: the emulator must give
 the same answer.
+
+The 10x goal is out of reach where `interpret=True` itself is less than 10x slower than
+jnp (the seed matmul: its 64 programs each do one large product): 10x faster than the
+interpreter would be faster than XLA's own matmul. The script says so when it happens.
 
 Run: python benchmarks/emulator.py [--repeats N]
 """
@@ -23,7 +28,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -114,14 +118,14 @@ def softmax(interpret: bool) -> Callable[..., Any]:
     return jax.jit(functools.partial(gpu_softmax.softmax, interpret=interpret))
 
 
-def median_seconds(fn: Callable[..., Any], args: tuple[Any, ...], repeats: int) -> float:
+def best_seconds(fn: Callable[..., Any], args: tuple[Any, ...], repeats: int) -> float:
     jax.block_until_ready(fn(*args))  # compile and warm up
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
         jax.block_until_ready(fn(*args))
         times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return min(times)
 
 
 def main() -> None:
@@ -149,21 +153,21 @@ def main() -> None:
             )
         )
 
-    print(f"jax {jax.__version__}, {jax.default_backend()}, median of {options.repeats} calls")
+    print(f"jax {jax.__version__}, {jax.default_backend()}, best of {options.repeats} calls")
     header = (
         f"{'kernel':36} {'interpret':>10} {'emulated':>10} {'jnp':>9} "
         f"{'vs interp':>10} {'vs jnp':>8}  same"
     )
     print(header)
     print("-" * len(header))
-    failures = []
+    verdicts: list[tuple[str, float, float, float]] = []
     for name, make, reference, args, is_matmul in cases:
         interpreted = make(True)
         emulated = pallaslab.emulate(make(False))
         plain = jax.jit(reference)
-        t_interp = median_seconds(interpreted, args, options.repeats)
-        t_emu = median_seconds(emulated, args, options.repeats)
-        t_jnp = median_seconds(plain, args, options.repeats)
+        t_interp = best_seconds(interpreted, args, options.repeats)
+        t_emu = best_seconds(emulated, args, options.repeats)
+        t_jnp = best_seconds(plain, args, options.repeats)
         want = np.asarray(interpreted(*args))
         got = np.asarray(emulated(*args))
         same = (
@@ -176,14 +180,22 @@ def main() -> None:
             f"{name:36} {t_interp * 1e3:8.1f}ms {t_emu * 1e3:8.1f}ms {t_jnp * 1e3:7.1f}ms "
             f"{speedup:9.1f}x {overhead:7.2f}x  {same}"
         )
-        if is_matmul and (speedup < GOAL_VS_INTERPRET or overhead > GOAL_VS_JNP):
-            failures.append(name)
+        if is_matmul:
+            verdicts.append((name, speedup, overhead, t_interp / t_jnp))
     print()
     print(
-        f"goal on the matmuls: >= {GOAL_VS_INTERPRET:.0f}x faster than interpret=True and "
-        f"<= {GOAL_VS_JNP:.0f}x the jnp time: "
-        + ("met" if not failures else "NOT met for " + ", ".join(failures))
+        f"goals on the matmuls: >= {GOAL_VS_INTERPRET:.0f}x faster than interpret=True, "
+        f"<= {GOAL_VS_JNP:.0f}x the jnp time"
     )
+    for name, speedup, overhead, ceiling in verdicts:
+        fast = "met" if speedup >= GOAL_VS_INTERPRET else "NOT met"
+        if speedup < GOAL_VS_INTERPRET and ceiling < GOAL_VS_INTERPRET:
+            fast += (
+                f" (out of reach: interpret=True is only {ceiling:.1f}x the jnp time, so "
+                f"{GOAL_VS_INTERPRET:.0f}x faster would beat jnp itself)"
+            )
+        near = "met" if overhead <= GOAL_VS_JNP else "NOT met"
+        print(f"  {name}: {speedup:.1f}x vs interpret: {fast}; {overhead:.2f}x jnp: {near}")
 
 
 if __name__ == "__main__":
