@@ -586,3 +586,16 @@ def test_kernels_tab_words_races_for_both_backends():
     assert races["tpu"]["total"] == 0 and "no races" in races["tpu"]["sentences"][0]
     html = overview.static_html(pallaslab.inspect(case.fn, *case.args))
     assert "GPU race on o_ref" in html
+
+
+def test_emulate_can_run_programs_in_a_gpu_like_order():
+    case = corpus.kacc_matmul(m=128, n=128, k=256, bm=64, bn=64, bk=128)
+    x, y = running.example_arrays(case.args)
+    in_order = pallaslab.emulate(case.fn)(x, y)
+    np.testing.assert_allclose(in_order, x @ y, rtol=1e-5, atol=1e-4)
+    shuffled = [np.asarray(pallaslab.emulate(case.fn, order="gpu", seed=s)(x, y)) for s in (0, 1)]
+    assert any(not np.allclose(s, in_order, equal_nan=True) for s in shuffled)
+    # Under TPU rules (k "arbitrary") every allowed order gives the same result.
+    assert_identical(in_order, pallaslab.emulate(case.fn, order="tpu", seed=0)(x, y))
+    with pytest.raises(ValueError, match="order"):
+        pallaslab.emulate(case.fn, order="cuda")

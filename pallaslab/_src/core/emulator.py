@@ -65,10 +65,7 @@ class Request:
         seed: Seed of that order.
         lanes: Programs per wave in that order: each wave's programs read the state
             as it was before the wave, as concurrent programs would.
-        target: The kernel the order or fills apply to (`kernel_key`); "" for all.
-        fills: (operand position, fill) pairs: fill the padding of that input, or the
-            initial value of that output or scratch buffer, with "alt" (a value unlike
-            Pallas' NaN / smallest-integer fill) instead.
+        target: The kernel the order applies to (`kernel_key`); "" for all.
     """
 
     mode: Mode = "emulate"
@@ -76,10 +73,9 @@ class Request:
     seed: int = 0
     lanes: int = 0
     target: str = ""
-    fills: tuple[tuple[int, str], ...] = ()
 
     def applies_to(self, key: str) -> bool:
-        """Whether the order and fills apply to the kernel with this key."""
+        """Whether the order applies to the kernel with this key."""
         return not self.target or self.target == key
 
 
@@ -238,12 +234,13 @@ _calls: weakref.WeakKeyDictionary[Any, dict[Any, tuple[adapter.KernelCall, Plan]
 def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.KernelCall, Plan]:
     """The emulator's view of a pallas_call and its plan (cached per kernel body)."""
     body = params["jaxpr"]
-    key = (tuple(in_avals), id(params["grid_mapping"]))
+    mapping = params["grid_mapping"]
+    key = (tuple(in_avals), id(mapping))
     try:
         per_body = _calls.setdefault(body, {})
     except TypeError:  # not weakly referenceable: no cache
         per_body = {}
-    if key not in per_body:
+    if key not in per_body or per_body[key][0].params["grid_mapping"] is not mapping:
         call = adapter.kernel_call(params, in_avals)
         try:
             plan = make_plan(call)
@@ -404,13 +401,12 @@ def run_call(
     product instead of many small ones.
     """
     applies = request.applies_to(kernel_key(call.record))
-    fills = dict(request.fills) if applies else {}
     overrides = dict(fill_values or {})
 
     def filler(position: int, dtype: Any) -> Any:
         if position in overrides:
             return jnp.asarray(overrides[position], dtype)
-        return fill_value(dtype, fills.get(position, ""))
+        return fill_value(dtype, "")
 
     scalars = list(args[: call.num_scalars])
     inputs = list(args[call.num_scalars :])
@@ -743,7 +739,13 @@ def install() -> str | None:
 # For scripts.
 
 
-def emulate(fn: Callable[..., Any], *, interpret: bool = False) -> Callable[..., Any]:
+def emulate(
+    fn: Callable[..., Any],
+    *,
+    interpret: bool = False,
+    order: str | None = None,
+    seed: int = 0,
+) -> Callable[..., Any]:
     """`fn` with every `pallas_call` in it run by pallaslab's emulator.
 
     Works on any backend (the emulator is plain JAX) and with `jax.jit`-compiled
@@ -755,12 +757,25 @@ def emulate(fn: Callable[..., Any], *, interpret: bool = False) -> Callable[...,
     Args:
         fn: Any function calling Pallas kernels (jitted or not).
         interpret: Run Pallas' own interpreter instead (for comparison).
+        order: "gpu" or "tpu": run every kernel's programs in a seeded order that
+            backend's rules allow (concurrent programs reading the same state; TPU
+            cores not reading output blocks back), to see races change the result.
+            None: the grid's order, as Pallas' interpreter runs it.
+        seed: Seed of that order.
 
     Example:
         >>> fast = pallaslab.emulate(matmul)
         >>> fast(a, b)  # same result as interpret=True, much sooner
+        >>> pallaslab.emulate(matmul, order="gpu", seed=1)(a, b)  # a GPU-like order
     """
-    request = INTERPRET if interpret else EMULATE
+    if order not in (None, "gpu", "tpu"):
+        raise ValueError(f'order must be "gpu", "tpu" or None, not {order!r}')
+    if interpret:
+        request = INTERPRET
+    elif order:
+        request = Request(order=order, seed=int(seed))
+    else:
+        request = EMULATE
 
     @functools.wraps(fn)
     def emulated(*args: Any, **kwargs: Any) -> Any:
