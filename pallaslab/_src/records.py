@@ -362,8 +362,8 @@ class Leak:
     programs: tuple[tuple[int, ...], ...] = ()
     detail: str = ""
 
-    def describe(self) -> str:
-        """One sentence: which tiles, from what, where to look."""
+    def describe(self, with_location: bool = True) -> str:
+        """One sentence: which tiles, from what (and where to look)."""
         shown = ", ".join(_tuple_text(t) for t in self.tiles[:4])
         more = f" and {len(self.tiles) - 4} more" if len(self.tiles) > 4 else ""
         plural = "s" if len(self.tiles) != 1 else ""
@@ -375,7 +375,11 @@ class Leak:
             "uninitialized-scratch": f"scratch buffer {self.source} before it is written",
         }.get(self.cause, self.source)
         nan = f", {self.nan_elements} of them NaN" if self.nan_elements else ""
-        where = f" ({self.location.file}:{self.location.line})" if self.location else ""
+        where = (
+            f" ({self.location.file}:{self.location.line})"
+            if self.location and with_location
+            else ""
+        )
         detail = f" {self.detail}" if self.detail else ""
         return (
             f"{self.kernel}: tile{plural} {shown}{more} of {self.output} {verb} on {what}: "

@@ -549,13 +549,44 @@ def _eval_higher_order(eqn: Any, inputs: list[Any], env: Any) -> list[Any]:
 def _dependencies(jaxpr: Any, targets: Sequence[Any]) -> set[Any]:
     """The variables `targets` may depend on.
 
-    Walks equations backwards; every output of an equation depends on all its inputs.
+    Walks equations backwards; every output of an equation depends on all its inputs,
+    except that a crop of a `dynamic_update_slice` lying wholly inside the update
+    (how Pallas discharges a store of a whole block) depends on the update only.
     """
+    producers = {o: eqn for eqn in jaxpr.eqns for o in eqn.outvars}
     needed = {t for t in targets if not isinstance(t, jax_core.Literal)}
     for eqn in reversed(jaxpr.eqns):
         if any(o in needed for o in eqn.outvars):
-            needed.update(v for v in eqn.invars if not isinstance(v, jax_core.Literal))
+            inputs = _overwritten_crop_inputs(eqn, producers) or eqn.invars
+            needed.update(v for v in inputs if not isinstance(v, jax_core.Literal))
     return needed
+
+
+def _overwritten_crop_inputs(eqn: Any, producers: dict[Any, Any]) -> list[Any] | None:
+    """The inputs a crop of an overwritten region really reads, when it is one.
+
+    For `pad` with non-positive padding (a crop) of a `dynamic_update_slice` at constant
+    indices whose update covers the crop: the update (all the crop reads); else None.
+    """
+    if eqn.primitive.name != "pad" or eqn.invars[0] not in producers:
+        return None
+    config = eqn.params["padding_config"]
+    if any(lo > 0 or hi > 0 or interior != 0 for lo, hi, interior in config):
+        return None
+    update_eqn = producers[eqn.invars[0]]
+    if update_eqn.primitive.name != "dynamic_update_slice":
+        return None
+    operand, update, *indices = update_eqn.invars
+    if not all(isinstance(i, jax_core.Literal) for i in indices):
+        return None
+    shape = operand.aval.shape
+    for (lo, hi, _), index, size, extent in zip(
+        config, (int(i.val) for i in indices), update.aval.shape, shape, strict=True
+    ):
+        start = min(max(index, 0), extent - size)  # dynamic_update_slice clamps
+        if not (start <= -lo and extent + hi <= start + size):
+            return None
+    return [update]
 
 
 def uninitialized_value(dtype: Any) -> Any:

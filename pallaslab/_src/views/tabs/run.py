@@ -32,7 +32,7 @@ _NOTES = {
 def _leak(leak: Leak) -> dict[str, Any]:
     location = leak.location
     return {
-        "text": leak.describe(),
+        "text": leak.describe(with_location=False),
         "kernel": leak.kernel,
         "output": leak.output,
         "source": leak.source,
