@@ -599,3 +599,30 @@ def test_emulate_can_run_programs_in_a_gpu_like_order():
     assert_identical(in_order, pallaslab.emulate(case.fn, order="tpu", seed=0)(x, y))
     with pytest.raises(ValueError, match="order"):
         pallaslab.emulate(case.fn, order="cuda")
+
+
+def test_whole_block_stores_count_as_overwrites_and_masked_ones_do_not():
+    case = corpus.seed_matmul()
+    call, _ = _call_and_plan(case.fn, *case.args)
+    assert call.program.reads_initial_block[-1] is False  # pltriton.store of the block
+    assert checking._sources(call) == []  # nothing could leak: no check to run
+    softmax = corpus.row_softmax()
+    call, _ = _call_and_plan(softmax.fn, *softmax.args)
+    assert [cause for _, cause, _ in checking._sources(call)] == ["uninitialized-output"]
+
+
+def test_a_failing_emulation_falls_back_with_a_notice(monkeypatch):
+    case = corpus.blocked_add()
+    x, y = running.example_arrays(case.args)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(emulator, "run_call", broken)
+    fn = jax.jit(lambda a, b: case.fn(a, b) * 1.0)  # a fresh function: no cached compile
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = pallaslab.emulate(fn)(x, y)
+    np.testing.assert_array_equal(out, x + y)
+    (notice,) = [w for w in caught if issubclass(w.category, pallaslab.EmulationNotice)]
+    assert "emulator failed (RuntimeError: boom)" in str(notice.message)

@@ -716,9 +716,18 @@ def lowering_impl(
     return impl
 
 
+def _failed(params: dict[str, Any], error: BaseException) -> None:
+    name = params.get("name") or getattr(params["jaxpr"].debug_info, "func_name", "kernel")
+    message = (
+        f"{name}: ran in Pallas' interpreter, one program at a time, because the "
+        f"emulator failed ({type(error).__name__}: {str(error).splitlines()[0][:200]})."
+    )
+    warnings.warn_explicit(message, EmulationNotice, "pallaslab", 0)
+
+
 # Registered on import: wherever pallaslab's CPU lowering rule is installed, the
 # emulator is consulted.
-jax_adapter.set_emulator(lowering_impl)
+jax_adapter.set_emulator(lowering_impl, _failed)
 
 
 def install() -> str | None:
@@ -726,7 +735,7 @@ def install() -> str | None:
 
     Returns a notice when this JAX cannot run the emulator.
     """
-    jax_adapter.set_emulator(lowering_impl)
+    jax_adapter.set_emulator(lowering_impl, _failed)
     notice = jax_adapter.install_cpu_interpret()
     if notice:
         return notice

@@ -29,12 +29,21 @@ _platform_rules: set[str] = set()
 # computing the outputs, "interpret" for Pallas' interpreter, or None to leave the call
 # to JAX.
 _emulator: Callable[[dict[str, Any], Sequence[Any], bool], Any] | None = None
+_emulator_failed: Callable[[dict[str, Any], BaseException], None] | None = None
 
 
-def set_emulator(hook: Callable[[dict[str, Any], Sequence[Any], bool], Any]) -> None:
-    """Registers the emulator consulted for every pallas_call lowered."""
-    global _emulator  # noqa: PLW0603
+def set_emulator(
+    hook: Callable[[dict[str, Any], Sequence[Any], bool], Any],
+    on_failure: Callable[[dict[str, Any], BaseException], None] | None = None,
+) -> None:
+    """Registers the emulator consulted for every pallas_call lowered.
+
+    `on_failure` hears about a kernel the emulator failed to build; Pallas' interpreter
+    then runs it.
+    """
+    global _emulator, _emulator_failed  # noqa: PLW0603
     _emulator = hook
+    _emulator_failed = on_failure
 
 
 def _lowering_rule(platform: str) -> Callable[..., Any]:
@@ -51,7 +60,12 @@ def _lowering_rule(platform: str) -> Callable[..., Any]:
             else None
         )
         if callable(choice):
-            return lower_fun(choice, multiple_results=True)(ctx, *in_nodes)
+            try:
+                return lower_fun(choice, multiple_results=True)(ctx, *in_nodes)
+            except Exception as error:  # never worse than Pallas' own interpreter
+                if _emulator_failed is not None:
+                    _emulator_failed(params, error)
+                choice = "interpret"
         if choice == "interpret" or (auto and not interpret):
             interpret = interpret or True
         return jax_rule(ctx, *in_nodes, interpret=interpret, **params)
