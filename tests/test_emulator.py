@@ -198,7 +198,7 @@ def test_bf16_seed_matmul_matches_interpret_mode():
     )
 
 
-def _program_id_in_loop():
+def _program_id_in_loop(interpret=False):
     def kernel(x_ref, o_ref):
         def body(t, acc):
             return acc + pl.program_id(0) * pl.num_programs(0)
@@ -212,6 +212,7 @@ def _program_id_in_loop():
             grid=(2,),
             in_specs=[pl.BlockSpec((8,), lambda i: (i,))],
             out_specs=pl.BlockSpec((8,), lambda i: (i,)),
+            interpret=interpret,
         )
     )
 
@@ -224,6 +225,12 @@ def test_program_ids_inside_loops_work_and_the_mode_is_part_of_the_cache_key():
     with pytest.raises(NotImplementedError, match="program_id"):
         interpreted(fn)(x)
     np.testing.assert_array_equal(pallaslab.emulate(fn)(x), [0.0] * 8 + [6.0] * 8)
+    # A kernel that asks for interpret=True is emulated too when emulation is asked for;
+    # left alone, it gets Pallas' interpreter.
+    asks = _program_id_in_loop(interpret=True)
+    np.testing.assert_array_equal(pallaslab.emulate(asks)(x), [0.0] * 8 + [6.0] * 8)
+    with pytest.raises(NotImplementedError, match="program_id"):
+        asks(x)
 
 
 def _dma_kernel():

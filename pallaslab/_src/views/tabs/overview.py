@@ -38,6 +38,8 @@ def _operand(operand: Operand) -> dict[str, Any]:
 
 # Conflicts sent per backend (the words summarise all of them).
 _MAX_CONFLICTS = 256
+# Grids beyond this are not compared while the inspector opens (it would be slow).
+_MAX_PROGRAMS = 1 << 20
 
 
 def _races(kernel: Kernel) -> dict[str, Any]:
@@ -56,6 +58,12 @@ def _races(kernel: Kernel) -> dict[str, Any]:
             ]
         elif not kernel.grid:
             entry["sentences"] = [f"{label}: no races: a single program."]
+        elif kernel.num_programs > _MAX_PROGRAMS:
+            entry["checked"] = False
+            entry["sentences"] = [
+                f"{label}: not checked here: {kernel.num_programs} programs; call "
+                f'kernel.races("{backend}").'
+            ]
         else:
             try:
                 conflicts = race_geometry.find_races(kernel, backend)
