@@ -275,8 +275,9 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
         return (
             f"{operand.label}: "
             + "; ".join(parts)
-            + ". Mask the edge block's reads (e.g. pltriton.load(..., mask=...)) or "
-            "keep its padding out of the result."
+            + ". Mask what the edge block reads past the array's end (compare element "
+            "positions, from pl.program_id, with the array's size) or keep that padding "
+            "out of the result."
         )
     if cause == "never-written":
         return (
