@@ -54,13 +54,16 @@ def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _tiles(mask: np.ndarray, layout: adapter.BlockLayout) -> list[tuple[int, ...]]:
     """Tiles (block indices) holding a True element, in order."""
-    where = np.argwhere(mask)
-    if where.size == 0:
+    if not mask.any():
         return []
-    lows = np.asarray([lo for lo, _ in layout.padding])
-    tiles = (where + lows) // np.asarray(layout.block)
-    unique = np.unique(tiles, axis=0)
-    return [tuple(int(v) for v in t) for t in unique]
+    lows = [lo for lo, _ in layout.padding]
+    padded = np.zeros(layout.padded_shape, bool)
+    padded[tuple(slice(lo, lo + d) for lo, d in zip(lows, layout.shape, strict=True))] = mask
+    split: list[int] = []
+    for extent, size in zip(layout.padded_shape, layout.block, strict=True):
+        split += [extent // size, size]
+    tiles = padded.reshape(split).any(axis=tuple(range(1, len(split), 2)))
+    return [tuple(int(v) for v in t) for t in np.argwhere(tiles)]
 
 
 # ---------------------------------------------------------------------------
