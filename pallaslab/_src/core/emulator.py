@@ -478,6 +478,20 @@ def run_call(
 
     carried = [k >= call.num_inputs or body.written[k] for k in range(len(call.layouts))]
     written = list(body.written)
+    # Blocks every step writes at the same places (an output accumulated along the
+    # sequential axes) stay in the carry as blocks: gathered once, scattered once.
+    stationary = [
+        carried[k]
+        and written[k]
+        and num_steps > 1
+        and not schedule.ordered
+        and isinstance(write_starts[k], np.ndarray)
+        and bool(np.all(write_starts[k] == write_starts[k][:1]))
+        for k in range(len(call.layouts))
+    ]
+    for k in range(len(call.layouts)):
+        if stationary[k]:
+            deps[k] = tuple(range(len(levels)))
 
     def program(
         pids: list[Any], blocks: list[Any], scratch_values: list[Any]
@@ -508,6 +522,9 @@ def run_call(
         pids, step_read, step_write, valid = xs
         blocks = []
         for k, layout in enumerate(call.layouts):
+            if stationary[k]:
+                blocks.append(held[k])
+                continue
             source = held[k] if carried[k] else arrays[k]
             blocks.append(_gather(source, step_read[k], layout))
         if schedule.tpu_buffers:
@@ -527,6 +544,9 @@ def run_call(
         for k, layout in enumerate(call.layouts):
             if not carried[k] or not written[k]:
                 continue
+            if stationary[k]:
+                updated[k] = new_blocks[k]
+                continue
             flat_blocks = new_blocks[k].reshape((lanes, *layout.kernel_block_shape))
             if schedule.ordered:
                 updated[k] = _write_in_order(updated[k], step_write[k], flat_blocks, valid, layout)
@@ -540,7 +560,16 @@ def run_call(
             ]
         return (updated, list(new_scratch), previous, had_program), None
 
-    held = [arrays[k] if carried[k] else None for k in range(len(call.layouts))]
+    held = [
+        _gather(
+            arrays[k], np.asarray(write_starts[k][0]).reshape(*level_shape, -1), call.layouts[k]
+        )
+        if stationary[k]
+        else arrays[k]
+        if carried[k]
+        else None
+        for k in range(len(call.layouts))
+    ]
     xs = (
         [jnp.asarray(p) for p in pid_xs],
         [jnp.asarray(r, jnp.int32) for r in read_starts],
@@ -556,7 +585,13 @@ def run_call(
         state, _ = step(state, jax.tree_util.tree_map(lambda x: x[0], xs))
     else:
         state, _ = lax.scan(step, state, xs)
-    final = state[0]
+    final = list(state[0])
+    for k, layout in enumerate(call.layouts):
+        if stationary[k]:
+            blocks = final[k].reshape((lanes, *layout.kernel_block_shape))
+            final[k] = _scatter(
+                arrays[k], jnp.asarray(write_starts[k][0], jnp.int32), blocks, layout
+            )
     return [
         _unpad(final[k], call.layouts[k])
         for k in range(call.num_inputs, call.num_inputs + call.num_outputs)
