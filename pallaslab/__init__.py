@@ -4,6 +4,7 @@ In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
 `pallaslab.inspect(fn, *example_args)`, then `.lower("ptx:sm_90")` for any target in
 `pallaslab.targets()`; `pallaslab.check(fn, ref, *args)`,
 `pallaslab.bench(fn, make_args, sizes, ref=...)`, `pallaslab.tune(build, space, *args)`.
+`pallaslab.emulate(fn)` runs every Pallas kernel in `fn` with pallaslab's fast CPU emulator.
 """
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
@@ -16,6 +17,8 @@ from pallaslab._src.bench.harness import TimerSettings as TimerSettings
 from pallaslab._src.bench.harness import Timing as Timing
 from pallaslab._src.bench.harness import measure as measure
 from pallaslab._src.core import display as _display
+from pallaslab._src.core.emulator import EmulationNotice as EmulationNotice
+from pallaslab._src.core.emulator import emulate as emulate
 from pallaslab._src.core.inspection import Inspection as Inspection
 from pallaslab._src.core.tracing import inspect as inspect
 from pallaslab._src.geometry.tilemap import TileMap as TileMap

@@ -43,7 +43,7 @@ def test_measure_separates_compile_and_reports_quartiles():
     case = corpus.seed_matmul(128, 128, 64)
     a, b = (jnp.ones(s.shape, s.dtype) for s in case.args)
     timing = pallaslab.measure(case.fn, a, b, settings=FAST)
-    assert timing.mode == "interpret" and timing.backend == "cpu"
+    assert timing.mode == "emulated" and timing.backend == "cpu"
     assert timing.note == live.CPU_LABEL
     assert FAST.min_reps <= timing.reps <= FAST.max_reps
     assert 0 < timing.min_ms <= timing.p25_ms <= timing.median_ms <= timing.p75_ms
@@ -127,7 +127,7 @@ def test_bench_returns_both_impls_with_sane_numbers():
     assert frame["pct_of_peak"].isna().all()
     assert frame.attrs["note"] == live.CPU_LABEL
     assert (frame["compile_ms"] > 0).all()
-    assert list(frame[frame["impl"] == "pallas"]["mode"]) == ["interpret"] * 2
+    assert list(frame[frame["impl"] == "pallas"]["mode"]) == ["emulated"] * 2
     assert not any("speedup" in c for c in frame.columns)
 
 

@@ -637,3 +637,131 @@ class TestLoweringShapes:
         )
         exported = pickle.loads(data)
         assert exported.platforms == ("tpu",) and len(exported.in_avals) == 2
+
+
+# --- The emulator's reads (core/jax_adapter/emulation.py). ------------------------
+
+
+class TestEmulationShapes:
+    def test_emulation_switch_is_in_the_trace_context(self):
+        from jax._src import config
+
+        from pallaslab._src.core.jax_adapter import emulation
+
+        assert emulation.UNAVAILABLE == ""
+        before = config.trace_context()
+        with emulation.emulation_scope(("probe",)):
+            assert emulation.emulation_request() == ("probe",)
+            assert config.trace_context() != before
+        assert emulation.emulation_request() is None
+
+    def test_interpreter_entry_points(self):
+        from jax._src.pallas import core as pallas_core
+        from jax._src.pallas import hlo_interpreter
+        from jax._src.state import discharge
+
+        assert callable(hlo_interpreter.resolve_physical_types)
+        assert callable(discharge.discharge_state)
+        axis = pallas_core.GridAxis(3, 8)
+        assert (axis.index, axis.size) == (3, 8)
+        with pallas_core.grid_env((axis,)):
+            assert pallas_core.current_grid_env()[0] is axis
+        mapping = _pallas_eqn().params["grid_mapping"]
+        for name in ("trace_env", "local_grid_env", "vmapped_dims", "num_index_operands"):
+            assert hasattr(mapping, name), name
+        assert mapping.local_grid_env is None
+
+    def test_block_dims_and_element_padding(self):
+        from jax._src.pallas import core as pallas_core
+
+        element = pl.Element(10, (1, 2))
+        assert isinstance(element, pallas_core.Element)
+        assert (element.block_size, element.padding) == (10, (1, 2))
+        assert isinstance(pl.Squeezed(), pallas_core.Squeezed)
+        assert pallas_core.Blocked(8).block_size == 8
+        assert jnp.int16 == pallas_core.SEMAPHORE_INTERPRET_DTYPE
+
+    def test_index_map_jaxprs_return_block_indices_first(self):
+        mapping = _pallas_eqn().params["grid_mapping"].block_mappings[0]
+        closed = mapping.index_map_jaxpr
+        assert len(closed.jaxpr.outvars) == len(mapping.block_shape)
+        assert len(closed.jaxpr.invars) == 3  # the grid indices (i, j, kk)
+
+    @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32", "int16", "uint8", "bool"])
+    def test_uninitialized_values_match_pallas(self, dtype):
+        from jax._src.pallas import primitives
+
+        from pallaslab._src.core.jax_adapter import emulation
+
+        want = np.asarray(primitives.uninitialized_value((), jnp.dtype(dtype)))
+        got = emulation.uninitialized_value(jnp.dtype(dtype))
+        assert want.dtype == got.dtype
+        assert np.array_equal(want.astype(np.float64), got.astype(np.float64), equal_nan=True)
+
+    def test_padding_to_whole_blocks_matches_pallas(self):
+        from jax._src.pallas import hlo_interpreter
+
+        case = corpus.blocked_add()
+        padded = hlo_interpreter._pad_to_block_dimension(jnp.zeros((33, 2, 5)), (32, 2, 4))
+        assert padded.shape == (64, 2, 8)
+        site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
+        from pallaslab._src.core.jax_adapter import emulation
+
+        call = emulation.kernel_call(site.params, site.in_avals)
+        assert call.layouts[0].padded_shape == (1024,)
+
+    def test_kernel_effects_name_its_ref_arguments(self):
+        from jax._src.state import types as state_types
+
+        body = _pallas_eqn().params["jaxpr"]
+        writes = [e for e in body.effects if isinstance(e, state_types.WriteEffect)]
+        assert writes
+        assert all(getattr(e, "input", None) in body.invars for e in writes)
+        from pallaslab._src.core.jax_adapter import emulation
+
+        assert emulation._written_refs(body) == {2}
+
+    def test_program_id_primitives_and_bind_params(self):
+        from jax._src.pallas import primitives
+
+        assert primitives.program_id_p.name == "program_id"
+        assert primitives.num_programs_p.name == "num_programs"
+        eqn = _pallas_eqn()
+        params = (
+            eqn.params["jaxpr"]
+            .eqns[0]
+            .primitive.get_bind_params(eqn.params["jaxpr"].eqns[0].params)
+        )
+        assert isinstance(params, dict)
+
+    def test_control_flow_params_the_emulator_rebuilds(self):
+        def f(x):
+            x = jax.lax.fori_loop(0, 3, lambda i, a: a + i, x)
+            x = jax.lax.while_loop(lambda a: a < 10, lambda a: a + 1, x)
+            return jax.lax.cond(x > 3, lambda a: a, lambda a: -a, x)
+
+        eqns = {e.primitive.name: e for e in jax.make_jaxpr(f)(1).jaxpr.eqns}
+        for key in ("jaxpr", "num_consts", "num_carry", "length", "reverse", "unroll"):
+            assert key in eqns["scan"].params, key
+        for key in ("cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"):
+            assert key in eqns["while"].params, key
+        assert "branches" in eqns["cond"].params
+
+    def test_lowering_rule_takes_interpret_by_keyword(self):
+        import inspect as pyinspect
+
+        from jax._src.interpreters import mlir
+        from jax._src.pallas import pallas_call
+
+        signature = pyinspect.signature(pallas_call._pallas_call_lowering)
+        assert "interpret" in signature.parameters
+        assert callable(mlir.lower_fun)
+
+    def test_interpret_kinds(self):
+        from jax.experimental.pallas import tpu as pltpu
+
+        from pallaslab._src.core.jax_adapter import emulation
+
+        assert emulation.interpret_kind(False) == ""
+        assert emulation.interpret_kind(True) == "plain"
+        assert emulation.interpret_kind(pltpu.InterpretParams()) == "InterpretParams"

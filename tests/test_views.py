@@ -97,7 +97,7 @@ def test_source_pane_marks_kernels_and_blockspecs(inspection):
 
 def test_run_pane(inspection):
     run = Inspector(inspection).panes["run"]["result"]
-    assert run["backend"] == "cpu" and run["mode"] == "interpret"
+    assert run["backend"] == "cpu" and run["mode"] == "emulated"
     assert "not representative" in run["note"]
     assert run["comparison"]["ok"] is True
 

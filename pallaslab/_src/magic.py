@@ -83,7 +83,11 @@ class KernelMagics(Magics):
     )
     @argument("--ref", metavar="EXPR", help="Reference: a callable or an expression.")
     @argument("--no-run", action="store_true", help="Trace only; do not run.")
-    @argument("--interpret", action="store_true", help="Force Pallas interpret mode.")
+    @argument(
+        "--interpret",
+        action="store_true",
+        help="Force Pallas' own interpreter (instead of pallaslab's emulator on CPU).",
+    )
     @argument("--traceback", action="store_true", help="On error, show the full traceback.")
     @argument(
         "--bench",
@@ -115,8 +119,9 @@ class KernelMagics(Magics):
         """Run a cell of Pallas code, then trace, run and inspect its kernels.
 
         The cell runs as ordinary Python in your namespace. Then the call on the magic
-        line is traced (never parsed), run on the backend at hand (interpret mode on
-        CPU), compared with --ref, and shown in the inspector. The inspection is kept
+        line is traced (never parsed), run on the backend at hand (on CPU in pallaslab's
+        emulator, with the same results as Pallas' interpret mode), compared with --ref,
+        and shown in the inspector. The inspection is kept
         as `_kernel` (or --name); its run's outputs are `_kernel.result.values`.
 
         Example::

@@ -17,6 +17,7 @@ import numpy as np
 from pallaslab._src.indexmap import IndexMap
 
 if TYPE_CHECKING:
+    from pallaslab._src.geometry.races import Conflict
     from pallaslab._src.geometry.tilemap import TileMap
 
 Role = Literal["in", "out", "scratch"]
@@ -231,6 +232,25 @@ class Kernel:
 
         return TileMap(self, prefetch, schedule)
 
+    def races(self, backend: str = "gpu", prefetch: Sequence[np.ndarray] = ()) -> list[Conflict]:
+        """Blocks of the outputs whose writers conflict under a backend's rules.
+
+        GPU: every grid axis runs in parallel, so two programs writing one output
+        block race. TPU: programs differing along a "parallel" axis race; along
+        "arbitrary" axes (the default) they run in order, but a block left and
+        revisited later is not read back.
+
+        Args:
+            backend: "gpu" or "tpu".
+            prefetch: Scalar-prefetch values, when an output's index map reads them.
+
+        Returns:
+            The conflicts (programs, operand, block), empty when the kernel is clean.
+        """
+        from pallaslab._src.geometry.races import find_races  # noqa: PLC0415 - cycle
+
+        return find_races(self, backend, prefetch)
+
 
 def short_dtype(dtype: str) -> str:
     """JAX's short dtype spelling: float32 -> f32, bfloat16 -> bf16."""
@@ -358,13 +378,21 @@ class RunResult:
 
     Attributes:
         backend: The JAX backend it ran on ("cpu", "gpu", "tpu").
-        mode: "compiled", or "interpret" when kernels ran in Pallas interpret mode.
+        mode: "compiled"; "emulated" when pallaslab's emulator ran the kernels;
+            "interpret" when they ran in Pallas' interpreter; "emulated+interpret"
+            when some kernels needed the interpreter.
         outputs: A summary of each output.
         seconds: Wall time of the run, compile included.
         comparison: Against the reference, when one was given.
         values: The outputs as NumPy arrays (not compared, not shown in reprs).
         expected: The reference's outputs as NumPy arrays, when a reference was
             given (kept so mismatches can be located block by block).
+        notices: One line per kernel on how it ran (batched and sequential grid axes,
+            or why it needed Pallas' interpreter), and what could not be checked.
+        leaks: Output tiles that depend on padding or never-written memory (checking
+            mode), empty when none do or no check ran.
+        race_checks: Races found by running kernels in other orders their backends
+            allow, for kernels whose geometry shows conflicts.
     """
 
     backend: str
@@ -374,6 +402,126 @@ class RunResult:
     comparison: Comparison | None = None
     values: tuple[np.ndarray, ...] = dataclasses.field(default=(), compare=False, repr=False)
     expected: tuple[np.ndarray, ...] = dataclasses.field(default=(), compare=False, repr=False)
+    notices: tuple[str, ...] = ()
+    leaks: tuple[Leak, ...] = ()
+    race_checks: tuple[RaceCheck, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Leak:
+    """Output tiles whose values depend on padding or on memory nothing wrote.
+
+    Found by running the kernel twice (emulated): once as Pallas' interpreter does,
+    with padding and unwritten buffers holding NaN (integers: their smallest value),
+    and once with them holding an ordinary value. Tiles whose values differ read them.
+
+    Attributes:
+        kernel: The kernel's name.
+        kernel_index: Its index in the program.
+        output: The output whose tiles are affected (its parameter name).
+        source: The operand whose padding or initial contents leak.
+        cause: "padding" (an input's edge-block padding), "never-written" (output
+            elements no program writes), "uninitialized-output" (an output block read
+            before it is written) or "uninitialized-scratch" (a scratch buffer read
+            before it is written).
+        tiles: The affected tiles of the output: block indices in its block grid.
+        elements: Affected output elements.
+        nan_elements: Of those, how many are NaN in the run (as interpret mode gives).
+        location: Where the leak is best fixed: the source operand's BlockSpec (index
+            map) for padding and never-written elements, else the kernel.
+        programs: Programs that write the first affected tiles.
+        detail: Where the padding or unwritten memory is, in words.
+    """
+
+    kernel: str
+    kernel_index: int
+    output: str
+    source: str
+    cause: str
+    tiles: tuple[tuple[int, ...], ...]
+    elements: int
+    nan_elements: int
+    location: SourceLocation | None
+    programs: tuple[tuple[int, ...], ...] = ()
+    detail: str = ""
+
+    def describe(self, with_location: bool = True) -> str:
+        """One sentence: which tiles, from what (and where to look)."""
+        shown = ", ".join(_tuple_text(t) for t in self.tiles[:4])
+        more = f" and {len(self.tiles) - 4} more" if len(self.tiles) > 4 else ""
+        plural = "s" if len(self.tiles) != 1 else ""
+        verb = "depend" if plural else "depends"
+        what = {
+            "padding": f"the padding of {self.source}'s edge blocks",
+            "never-written": "elements no program writes",
+            "uninitialized-output": f"{self.source} as it was before any program wrote it",
+            "uninitialized-scratch": f"scratch buffer {self.source} before it is written",
+        }.get(self.cause, self.source)
+        nan = f", {self.nan_elements} of them NaN" if self.nan_elements else ""
+        where = (
+            f" ({self.location.file}:{self.location.line})"
+            if self.location and with_location
+            else ""
+        )
+        detail = f" {self.detail}" if self.detail else ""
+        return (
+            f"{self.kernel}: tile{plural} {shown}{more} of {self.output} {verb} on {what}: "
+            f"{self.elements} element(s){nan}.{detail}{where}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceCheck:
+    """A kernel run in other orders its backend allows, against the grid's order.
+
+    Attributes:
+        kernel: The kernel's name.
+        kernel_index: Its index in the program.
+        backend: "gpu" or "tpu": whose rules chose the orders.
+        conflicts: Blocks whose writers conflict under those rules (geometry).
+        orders: Seeded orders run.
+        confirmed: Whether some order changed the outputs.
+        tiles: (output, tile) pairs whose values changed, first few.
+        max_abs_diff: Largest change of any output element (inf when NaN appeared).
+        seeds: The seeds of the orders run.
+    """
+
+    kernel: str
+    kernel_index: int
+    backend: str
+    conflicts: int
+    orders: int
+    confirmed: bool
+    tiles: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    max_abs_diff: float = 0.0
+    seeds: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        """One sentence: what running in other orders showed."""
+        label = self.backend.upper()
+        if not self.orders:
+            return f"{self.kernel}: no {label} conflicts to confirm."
+        if not self.confirmed:
+            return (
+                f"{self.kernel}: {self.orders} seeded {label} order(s) gave the same "
+                "outputs as the grid's order (the conflicts did not change this input's "
+                "result)."
+            )
+        shown = ", ".join(f"{o} {_tuple_text(t)}" for o, t in self.tiles[:4])
+        more = f" and {len(self.tiles) - 4} more" if len(self.tiles) > 4 else ""
+        change = (
+            "NaN appeared"
+            if math.isinf(self.max_abs_diff)
+            else f"largest change {self.max_abs_diff:.4g}"
+        )
+        return (
+            f"{self.kernel}: race confirmed: running its programs in {self.orders} seeded "
+            f"order(s) that {label} rules allow changed tiles {shown}{more} ({change})."
+        )
+
+
+def _tuple_text(values: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(v) for v in values) + ("," if len(values) == 1 else "") + ")"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pallaslab._src.bench import live
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import emulator, jax_adapter, running
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,8 +81,8 @@ class Timing:
         l2_flush: Whether the L2 cache was flushed between repetitions.
         backend: "cpu", "gpu" or "tpu".
         device: The device's name.
-        mode: "interpret" when Pallas kernels ran in interpret mode, "compiled"
-            otherwise, "xla" for a program without Pallas kernels.
+        mode: How Pallas kernels ran ("emulated" or "interpret" on CPU, "compiled"
+            on GPU/TPU), or "xla" for a program without Pallas kernels.
         note: The label this timing must carry ("" on GPU/TPU).
         notices: What could not be done as asked, and why.
         wall_samples_ms: Wall-clock samples, when `samples_ms` are device times.
@@ -187,17 +187,16 @@ def prepare(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any])
         call_args, call_kwargs = jax.tree_util.tree_unflatten(treedef, rebuilt)
         return fn(*call_args, **call_kwargs)
 
-    jax_adapter.install_cpu_interpret()
     backend = jax.default_backend()
     started = time.perf_counter()
-    with jax_adapter.auto_interpret():
+    # Timed runs take the path a normal run takes (emulated on CPU).
+    with running.kernel_scope():
         traced = jax.jit(flat_fn).trace(*device_leaves)
-        has_kernels = bool(jax_adapter.find_kernel_sites(traced.jaxpr))
+        sites = jax_adapter.find_kernel_sites(traced.jaxpr)
         compiled = traced.lower().compile()
     compile_ms = (time.perf_counter() - started) * 1e3
-    mode = "interpret" if backend == "cpu" else "compiled"
-    if not has_kernels:
-        mode = "xla"
+    plans = [emulator.plan_for_site(site) for site in sites] if backend == "cpu" else []
+    mode = running.run_mode(backend, False, bool(sites), plans) if sites else "xla"
     return Prepared(
         run=lambda: compiled(*device_leaves),
         compile_ms=compile_ms,

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
-CPU_LABEL = "CPU interpret mode — not representative of GPU/TPU speed"
+CPU_LABEL = "CPU emulation — not representative of GPU/TPU speed"
 
 
 @dataclasses.dataclass(frozen=True)

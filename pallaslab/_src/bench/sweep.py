@@ -55,7 +55,7 @@ class Row:
             when the chip is unknown).
         correct: Whether the outputs match the reference (None when not checked).
         max_abs_err: Largest absolute difference from the reference.
-        mode: "interpret", "compiled" or "xla".
+        mode: "emulated", "interpret", "compiled" or "xla".
         note: The label this timing carries (the CPU notice on CPU).
         method: How it was timed.
         cached: Whether the row was read from the cache instead of measured.

@@ -155,19 +155,24 @@ class Inspection:
 
         return tiling.block_accesses(self, kernel, program)
 
-    def run(self, *args: Any, ref: Any = None, **kwargs: Any) -> RunResult:
-        """Runs the program on the backend at hand (interpret mode on CPU).
+    def run(
+        self, *args: Any, ref: Any = None, check: bool | None = None, **kwargs: Any
+    ) -> RunResult:
+        """Runs the program on the backend at hand (emulated on CPU).
 
         Args:
             *args: Arguments, laid out as for `pallaslab.inspect`; with none, random
                 (seeded) arrays of the traced shapes are used.
             ref: A reference to compare with: a callable taking the same arguments,
                 or the expected output(s).
+            check: Whether to look for padding leaks and confirm races after an
+                emulated run (`RunResult.leaks`, `.race_checks`); None: whenever the
+                emulator ran every kernel.
             **kwargs: Keyword arguments, as for `pallaslab.inspect`.
         """
         from pallaslab._src.core import running  # noqa: PLC0415
 
-        return running.run_program(self.program, args, kwargs, ref=ref)
+        return running.run_program(self.program, args, kwargs, ref=ref, check=check)
 
     def check(
         self,

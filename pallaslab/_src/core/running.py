@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import checking, emulator, jax_adapter
 from pallaslab._src.core.inspection import Program
-from pallaslab._src.records import Comparison, OutputSummary, RunResult
+from pallaslab._src.geometry import races as geometry
+from pallaslab._src.records import (
+    Comparison,
+    Leak,
+    OutputSummary,
+    RaceCheck,
+    RunResult,
+)
 
 # (rtol, atol relative to the reference's largest magnitude), by dtype: bf16 keeps 8
 # significant bits, f16 11, f32 24; integer and boolean outputs must match exactly.
@@ -56,9 +65,18 @@ def example_arrays(specs: Sequence[Any], seed: int = 0) -> list[Any]:
 
 
 def run_program(
-    program: Program, args: Sequence[Any], kwargs: dict[str, Any], ref: Any = None
+    program: Program,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    ref: Any = None,
+    *,
+    interpret: bool = False,
+    check: bool | None = None,
 ) -> RunResult:
     """Runs `program` once and summarises (and compares) its outputs.
+
+    On CPU, kernels run in pallaslab's emulator (Pallas' interpreter for what it does
+    not cover); on GPU and TPU they are compiled.
 
     Args:
         program: The traced program.
@@ -66,6 +84,10 @@ def run_program(
             these nor `kwargs`, the traced examples (random data for shapes).
         kwargs: Keyword arguments.
         ref: A callable taking the same arguments, or the expected output(s).
+        interpret: Run kernels in Pallas' own interpreter (also on GPU and TPU).
+        check: After an emulated run, look for output tiles that depend on padding
+            or never-written memory, and confirm races by running kernels in other
+            orders. None (the default) checks whenever the emulator ran every kernel.
     """
     if program.jitted is None or program.rebuild is None:
         raise ValueError("no single program was traced; name a call to run it")
@@ -74,10 +96,11 @@ def run_program(
         if args or kwargs
         else example_arrays(program.example_args)
     )
-    jax_adapter.install_cpu_interpret()
     backend = jax.default_backend()
+    emulating = backend == "cpu" and not interpret
+    plans = [emulator.plan_for_site(site) for site in program.sites] if emulating else []
     started = time.perf_counter()
-    with jax_adapter.auto_interpret():
+    with kernel_scope(interpret):
         outputs = jax.block_until_ready(program.jitted(*leaves))
     seconds = time.perf_counter() - started
     flat_outputs = [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)]
@@ -89,9 +112,14 @@ def run_program(
             ref = ref(*call_args, **call_kwargs)
         comparison = compare(flat_outputs, ref)
         expected = tuple(np.asarray(r) for r in jax.tree_util.tree_leaves(ref))
+    notices = [plan.describe() for plan in plans]
+    leaks: list[Leak] = []
+    race_checks: list[RaceCheck] = []
+    if emulating and plans and (check or (check is None and all(p.emulated for p in plans))):
+        notices += _check(program, leaves, plans, leaks, race_checks)
     return RunResult(
         backend=backend,
-        mode="interpret" if backend == "cpu" and program.sites else "compiled",
+        mode=run_mode(backend, interpret, bool(program.sites), plans),
         outputs=tuple(
             summarize(spec.path, value)
             for spec, value in zip(program.outputs, flat_outputs, strict=True)
@@ -100,7 +128,76 @@ def run_program(
         comparison=comparison,
         values=tuple(flat_outputs),
         expected=expected,
+        notices=tuple(notices),
+        leaks=tuple(leaks),
+        race_checks=tuple(race_checks),
     )
+
+
+@contextlib.contextmanager
+def kernel_scope(interpret: bool = False) -> Iterator[None]:
+    """Kernels traced within run emulated on CPU, or interpreted when forced.
+
+    Everything that runs a user's kernels (a run, a cell, the timing harness) runs
+    them in this scope, so they all take the same path.
+    """
+    emulator.install()
+    backend = jax.default_backend()
+    request = emulator.INTERPRET if interpret else emulator.EMULATE if backend == "cpu" else None
+    with (
+        jax_adapter.auto_interpret(),
+        jax_adapter.forced_interpret(interpret),
+        emulator.scope(request),
+        warnings.catch_warnings(),
+    ):
+        # The Run tab says how each kernel ran; no need to warn as well.
+        warnings.simplefilter("ignore", emulator.EmulationNotice)
+        yield
+
+
+def run_mode(backend: str, interpret: bool, has_kernels: bool, plans: list[emulator.Plan]) -> str:
+    """How kernels ran: "compiled", "emulated", "interpret" or "emulated+interpret"."""
+    if interpret:
+        return "interpret"
+    if backend != "cpu" or not has_kernels:
+        return "compiled"
+    emulated = sum(p.emulated for p in plans)
+    if emulated == len(plans):
+        return "emulated"
+    return "interpret" if emulated == 0 else "emulated+interpret"
+
+
+def _check(
+    program: Program,
+    leaves: Sequence[Any],
+    plans: list[emulator.Plan],
+    leaks: list[Leak],
+    race_checks: list[RaceCheck],
+) -> list[str]:
+    """Runs the emulator's checks on every kernel; notices say what went unchecked."""
+    notices = []
+    for index, (site, plan) in enumerate(zip(program.sites, plans, strict=True)):
+        if not plan.emulated:
+            continue
+        operands = jax_adapter.kernel_operands(site, program, leaves)
+        if operands is None:
+            notices.append(
+                f"{plan.kernel}: not checked for padding leaks and races: it runs inside "
+                "a loop or branch, so it cannot be run alone."
+            )
+            continue
+        call = emulator.analyse(site.params, site.in_avals)[0]
+        try:
+            leaks.extend(checking.find_leaks(call, plan, operands, kernel_index=index))
+            prefetch = [np.asarray(v) for v in operands[: call.num_scalars]]
+            race_checks.extend(
+                checking.confirm_races(call, plan, operands, backend, kernel_index=index)
+                for backend in geometry.BACKENDS
+                if geometry.find_races(call.record, backend, prefetch)
+            )
+        except Exception as error:  # a check must never lose the run's result
+            notices.append(f"{plan.kernel}: checks failed ({type(error).__name__}: {error}).")
+    return notices
 
 
 def summarize(path: str, value: np.ndarray) -> OutputSummary:

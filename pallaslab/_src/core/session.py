@@ -11,8 +11,10 @@ import ast
 import contextlib
 import dataclasses
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+import jax
 
 from pallaslab._src import sources
 from pallaslab._src.core import jax_adapter, running, tracing
@@ -152,11 +154,14 @@ def execute_cell(
     return CellOutcome(inspection=inspection, last_value=last_value)
 
 
-@contextlib.contextmanager
-def _interpret_scope(forced: bool) -> Iterator[None]:
-    jax_adapter.install_cpu_interpret()
-    with jax_adapter.auto_interpret(), jax_adapter.forced_interpret(forced):
-        yield
+def _interpret_scope(forced: bool) -> contextlib.AbstractContextManager[None]:
+    # On CPU, kernels the cell runs are emulated; --interpret forces Pallas' own
+    # interpreter (also on GPU and TPU).
+    return running.kernel_scope(forced)
+
+
+def _on_cpu() -> bool:
+    return bool(jax.default_backend() == "cpu")
 
 
 def _compile(
@@ -274,7 +279,9 @@ def _run(
         except Exception as error:
             raise fail(error, magic_line) from None
     try:
-        result = running.run_program(inspection.program, args, kwargs, ref=ref)
+        result = running.run_program(
+            inspection.program, args, kwargs, ref=ref, interpret=options.interpret
+        )
     except Exception as error:
         raise fail(error, magic_line) from None
     return inspection.with_result(result)

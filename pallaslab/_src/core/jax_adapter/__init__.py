@@ -13,6 +13,7 @@ recording kernels as they are bound, prefetch values), `errors` (context for mes
 touches), `work` (arithmetic counted from a body), `outputs` (which kernel writes each
 program output), `gpu_timing` (kernel times on GPU).
 `lowering` (lowering one kernel for GPU/TPU, reading the kernel out of the module).
+`emulation` (a pallas_call's body, blocks and padding, for the emulator).
 """
 
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
@@ -26,10 +27,15 @@ from pallaslab._src.core.jax_adapter.execution import forced_interpret as forced
 from pallaslab._src.core.jax_adapter.execution import (
     install_cpu_interpret as install_cpu_interpret,
 )
+from pallaslab._src.core.jax_adapter.execution import (
+    install_platform_rule as install_platform_rule,
+)
 from pallaslab._src.core.jax_adapter.execution import kernel_inputs as kernel_inputs
+from pallaslab._src.core.jax_adapter.execution import kernel_operands as kernel_operands
 from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetch_values
 from pallaslab._src.core.jax_adapter.execution import recording_kernels as recording_kernels
 from pallaslab._src.core.jax_adapter.execution import same_kernel as same_kernel
+from pallaslab._src.core.jax_adapter.execution import set_emulator as set_emulator
 from pallaslab._src.core.jax_adapter.execution import site_function as site_function
 from pallaslab._src.core.jax_adapter.execution import (
     site_prefetch_offset as site_prefetch_offset,

@@ -23,14 +23,63 @@ from pallaslab._src.core.jax_adapter.probes import (
 
 _auto_interpret = threading.local()
 _cpu_rule_installed = False
+_platform_rules: set[str] = set()
+# pallaslab's emulator (core/emulator.py registers it): given a pallas_call's params,
+# its input avals and whether kernels should run on CPU at all, it returns a function
+# computing the outputs, "interpret" for Pallas' interpreter, or None to leave the call
+# to JAX.
+_emulator: Callable[[dict[str, Any], Sequence[Any], bool], Any] | None = None
+_emulator_failed: Callable[[dict[str, Any], BaseException], None] | None = None
+
+
+def set_emulator(
+    hook: Callable[[dict[str, Any], Sequence[Any], bool], Any],
+    on_failure: Callable[[dict[str, Any], BaseException], None] | None = None,
+) -> None:
+    """Registers the emulator consulted for every pallas_call lowered.
+
+    `on_failure` hears about a kernel the emulator failed to build; Pallas' interpreter
+    then runs it.
+    """
+    global _emulator, _emulator_failed  # noqa: PLW0603
+    _emulator = hook
+    _emulator_failed = on_failure
+
+
+def _lowering_rule(platform: str) -> Callable[..., Any]:
+    assert pallas_call_module is not None
+    assert mlir_module is not None
+    jax_rule = pallas_call_module._pallas_call_lowering
+    lower_fun = mlir_module.lower_fun
+
+    def rule(ctx: Any, *in_nodes: Any, interpret: Any, **params: Any) -> Any:
+        auto = platform == "cpu" and getattr(_auto_interpret, "on", True)
+        choice = (
+            _emulator(dict(params, interpret=interpret), tuple(ctx.avals_in), auto)
+            if _emulator is not None
+            else None
+        )
+        if callable(choice):
+            try:
+                return lower_fun(choice, multiple_results=True)(ctx, *in_nodes)
+            except Exception as error:  # never worse than Pallas' own interpreter
+                if _emulator_failed is not None:
+                    _emulator_failed(params, error)
+                choice = "interpret"
+        if choice == "interpret" or (auto and not interpret):
+            interpret = interpret or True
+        return jax_rule(ctx, *in_nodes, interpret=interpret, **params)
+
+    return rule
 
 
 def install_cpu_interpret() -> str | None:
-    """Lets `pallas_call` run on CPU by lowering it in interpret mode.
+    """Lets `pallas_call` run on CPU: emulated, or in Pallas' interpreter.
 
     JAX refuses to lower a `pallas_call` for CPU unless `interpret=True` was passed;
-    pallaslab lowers such calls through JAX's own interpreter instead, while
-    `auto_interpret` is on. Returns a notice when this JAX cannot do that.
+    while `auto_interpret` is on, pallaslab lowers such calls through its emulator
+    (when registered with `set_emulator`) or JAX's own interpreter instead. Returns a
+    notice when this JAX cannot do that.
     """
     global _cpu_rule_installed  # noqa: PLW0603
     notice = feature_notice("cpu-interpret")
@@ -38,16 +87,29 @@ def install_cpu_interpret() -> str | None:
         return notice
     assert pallas_call_module is not None
     assert mlir_module is not None
-    jax_rule = pallas_call_module._pallas_call_lowering
-
-    def cpu_rule(ctx: Any, *in_nodes: Any, interpret: Any, **params: Any) -> Any:
-        if not interpret and getattr(_auto_interpret, "on", True):
-            interpret = True
-        return jax_rule(ctx, *in_nodes, interpret=interpret, **params)
-
-    mlir_module.register_lowering(pallas_call_module.pallas_call_p, cpu_rule, platform="cpu")
+    mlir_module.register_lowering(
+        pallas_call_module.pallas_call_p, _lowering_rule("cpu"), platform="cpu"
+    )
     _cpu_rule_installed = True
     return None
+
+
+def install_platform_rule(platform: str) -> None:
+    """Lets the emulator run pallas_calls lowered for another platform when asked to.
+
+    `platform` is "cuda", "rocm" or "tpu"; without a request JAX's own rule runs them.
+    """
+    if platform == "cpu":
+        install_cpu_interpret()
+        return
+    if platform in _platform_rules or feature_notice("cpu-interpret"):
+        return
+    assert pallas_call_module is not None
+    assert mlir_module is not None
+    mlir_module.register_lowering(
+        pallas_call_module.pallas_call_p, _lowering_rule(platform), platform=platform
+    )
+    _platform_rules.add(platform)
 
 
 @contextlib.contextmanager
@@ -155,6 +217,30 @@ def kernel_inputs(site: KernelSite, program: Any, leaves: Sequence[Any]) -> list
     env.update(zip(closed.jaxpr.invars, leaves, strict=True))
     try:
         return list(_evaluate_until(closed.jaxpr, env, [*site.trail, site.eqn]))
+    except Exception:
+        return None
+
+
+def kernel_operands(
+    site: KernelSite, program: Any, leaves: Sequence[Any]
+) -> tuple[Any, ...] | None:
+    """Every value a kernel receives when the program runs on `leaves`.
+
+    Its inputs, in the primitive's order, for running the kernel alone.
+
+    Evaluates the program's equations up to the kernel, as `prefetch_values` does.
+    Returns None when the kernel sits where that cannot be done (inside a loop or a
+    branch, or in kernels recorded while a cell ran).
+    """
+    if site.eqn is None or program.closed_jaxpr is None:
+        return None
+    if any(e.primitive.name not in ("jit", "pjit", "closed_call") for e in site.trail):
+        return None
+    closed = program.closed_jaxpr
+    env = dict(zip(closed.jaxpr.constvars, closed.consts, strict=True))
+    env.update(zip(closed.jaxpr.invars, leaves, strict=True))
+    try:
+        return tuple(_evaluate_until(closed.jaxpr, env, [*site.trail, site.eqn]))
     except Exception:
         return None
 

@@ -6,6 +6,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from pallaslab._src import sources
+from pallaslab._src.geometry import races as race_geometry
 from pallaslab._src.records import Kernel, Operand, SourceLocation
 from pallaslab._src.views import fmt
 from pallaslab._src.views.tabs import Payload, Tab
@@ -33,6 +34,62 @@ def _operand(operand: Operand) -> dict[str, Any]:
         "memory": operand.memory_space,
         "buffers": operand.buffer_count,
     }
+
+
+# Conflicts sent per backend (the words summarise all of them).
+_MAX_CONFLICTS = 256
+# Grids beyond this are not compared while the inspector opens (it would be slow).
+_MAX_PROGRAMS = 1 << 20
+
+
+def _races(kernel: Kernel) -> dict[str, Any]:
+    """Per backend: sentences for the inspector, and the conflicts as data.
+
+    The data (for tile views) says which programs write which block of which output.
+    """
+    found: dict[str, Any] = {}
+    for backend in race_geometry.BACKENDS:
+        label = backend.upper()
+        entry: dict[str, Any] = {"sentences": [], "conflicts": [], "total": 0, "checked": True}
+        if kernel.kind != "pallas_call":
+            entry["checked"] = False
+            entry["sentences"] = [
+                f"{label}: not checked: {kernel.kind} kernels address whole arrays, not blocks."
+            ]
+        elif not kernel.grid:
+            entry["sentences"] = [f"{label}: no races: a single program."]
+        elif kernel.num_programs > _MAX_PROGRAMS:
+            entry["checked"] = False
+            entry["sentences"] = [
+                f"{label}: not checked here: {kernel.num_programs} programs; call "
+                f'kernel.races("{backend}").'
+            ]
+        else:
+            try:
+                conflicts = race_geometry.find_races(kernel, backend)
+            except ValueError as error:
+                entry["checked"] = False
+                entry["sentences"] = [f"{label}: not checked: {error}."]
+            else:
+                entry["sentences"] = race_geometry.summarize(kernel, conflicts, backend)
+                entry["total"] = len(conflicts)
+                names = race_geometry.axis_names(kernel)
+                entry["conflicts"] = [
+                    {
+                        "kind": c.kind,
+                        "operand": c.operand,
+                        "position": c.position,
+                        "block": list(c.block),
+                        "start": list(c.start),
+                        "programs": [list(p) for p in c.programs[:16]],
+                        "programCount": len(c.programs),
+                        "axes": list(c.axes),
+                        "text": c.describe(names),
+                    }
+                    for c in conflicts[:_MAX_CONFLICTS]
+                ]
+        found[backend] = entry
+    return found
 
 
 def _kernel(kernel: Kernel) -> dict[str, Any]:
@@ -63,6 +120,7 @@ def _kernel(kernel: Kernel) -> dict[str, Any]:
         "path": list(kernel.path),
         "aliases": [list(a) for a in kernel.input_output_aliases],
         "operands": [_operand(o) for o in kernel.operands],
+        "races": _races(kernel),
     }
 
 
@@ -111,6 +169,11 @@ def static_html(inspection: Inspection) -> str:
             )
         if facts:
             parts.append("<p>" + html.escape("; ".join(facts)) + "</p>")
+        for entry in kernel["races"].values():
+            css = "pl-warning" if entry["total"] else "pl-facts"
+            parts.extend(
+                f"<p class='{css}'>{html.escape(sentence)}</p>" for sentence in entry["sentences"]
+            )
     if not data["kernels"]:
         parts.append("<p>No Pallas kernels found.</p>")
     parts.extend(f"<p class='pl-notice'>{html.escape(n)}</p>" for n in data["notices"])

@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+from pallaslab._src import sources
+from pallaslab._src.records import Leak, RaceCheck
 from pallaslab._src.views import fmt, heatmap
 from pallaslab._src.views.tabs import Payload, Tab
 
@@ -15,6 +17,43 @@ INTERPRET_NOTE = (
     "CPU interpret mode: kernels ran through Pallas' interpreter, one program at a "
     "time. Results are faithful; times are not representative of GPU/TPU speed."
 )
+EMULATED_NOTE = (
+    "CPU emulation: pallaslab's emulator ran each kernel's independent programs together "
+    "and the rest in grid order, with the same results as Pallas' interpret mode. Times "
+    "are not representative of GPU/TPU speed."
+)
+_NOTES = {
+    "interpret": INTERPRET_NOTE,
+    "emulated": EMULATED_NOTE,
+    "emulated+interpret": EMULATED_NOTE + " Some kernels needed Pallas' interpreter (see below).",
+}
+
+
+def _leak(leak: Leak) -> dict[str, Any]:
+    location = leak.location
+    return {
+        "text": leak.describe(with_location=False),
+        "kernel": leak.kernel,
+        "output": leak.output,
+        "source": leak.source,
+        "cause": leak.cause,
+        "tiles": [list(t) for t in leak.tiles[:256]],
+        "where": (
+            {"label": sources.label(location.file), "line": location.line}
+            if location is not None
+            else None
+        ),
+    }
+
+
+def _race_check(check: RaceCheck) -> dict[str, Any]:
+    return {
+        "text": check.describe(),
+        "kernel": check.kernel,
+        "backend": check.backend,
+        "confirmed": check.confirmed,
+        "tiles": [[output, list(tile)] for output, tile in check.tiles],
+    }
 
 
 def payload(inspection: Inspection) -> Payload:
@@ -32,7 +71,10 @@ def payload(inspection: Inspection) -> Payload:
         "backend": result.backend,
         "mode": result.mode,
         "seconds": fmt.seconds(result.seconds),
-        "note": INTERPRET_NOTE if result.mode == "interpret" else "",
+        "note": _NOTES.get(result.mode, ""),
+        "notices": list(result.notices),
+        "leaks": [_leak(leak) for leak in result.leaks],
+        "raceChecks": [_race_check(c) for c in result.race_checks if c.orders],
         "outputs": [
             {
                 "path": o.path,
@@ -91,6 +133,13 @@ def static_html(inspection: Inspection) -> str:
         "<table><tr><th>output</th><th>type</th><th>values</th><th>min</th><th>max</th>"
         f"<th>NaN</th><th>Inf</th></tr>{rows}</table>"
     )
+    parts.extend(f"<p class='pl-facts'>{html.escape(n)}</p>" for n in result["notices"])
+    parts.extend(
+        f"<p class='pl-warning'>{html.escape(_located(leak))}</p>" for leak in result["leaks"]
+    )
+    for check in result["raceChecks"]:
+        css = "pl-warning" if check["confirmed"] else "pl-facts"
+        parts.append(f"<p class='{css}'>{html.escape(check['text'])}</p>")
     comparison = result["comparison"]
     if comparison is not None:
         verdict = "matches the reference" if comparison["ok"] else "DOES NOT match the reference"
@@ -106,6 +155,12 @@ def static_html(inspection: Inspection) -> str:
             if tile["note"]:
                 parts.append(f"<p class='pl-notice'>{html.escape(tile['note'])}</p>")
     return "".join(parts)
+
+
+def _located(leak: dict[str, Any]) -> str:
+    where = leak["where"]
+    prefix = f"{where['label']} line {where['line']}: " if where else ""
+    return f"Padding leak — {prefix}{leak['text']}"
 
 
 TAB = Tab("run", "Run", payload, static_html, order=60)

@@ -39,6 +39,16 @@ TABS.overview = {
       if (k.aliases.length) extra.push("input/output aliases: " + k.aliases.map(([i, o]) => i + "\u2192" + o).join(", "));
       if (k.interpret) extra.push("interpret: " + k.interpret);
       for (const line of extra) section.append(h("p", { class: "pl-facts", text: line }));
+      // Races under each backend's rules, in words (the conflicts are in k.races[b].conflicts).
+      for (const [backend, entry] of Object.entries(k.races || {})) {
+        for (const sentence of entry.sentences) {
+          section.append(h("p", {
+            class: entry.total ? "pl-warning" : (entry.checked ? "pl-facts pl-clean" : "pl-facts"),
+            dataset: { races: backend },
+            text: sentence,
+          }));
+        }
+      }
       root.append(section);
     }
     for (const notice of data.notices) root.append(h("p", { class: "pl-notice", text: notice }));

@@ -1,0 +1,361 @@
+"""Checks that run a kernel with the emulator: padding leaks and races.
+
+Both run one kernel alone, on the values it receives in the program, several times in
+one compiled computation:
+
+- `find_leaks` fills edge-block padding, outputs and scratch buffers first as Pallas'
+  interpreter does (NaN, or the smallest integer) and then with an ordinary value;
+  output tiles that change depend on memory no program should read. Each source is
+  then varied alone to say which one leaks.
+- `confirm_races` runs the grid in seeded orders the backend allows (concurrent
+  programs reading the same state, TPU cores not reading output blocks back) and
+  compares with the grid's order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from pallaslab._src.core import emulator
+from pallaslab._src.core.jax_adapter import emulation as adapter
+from pallaslab._src.geometry import races as geometry
+from pallaslab._src.records import Leak, RaceCheck, SourceLocation
+
+SEEDS = (0, 1, 2)
+
+
+def _run_variants(
+    call: adapter.KernelCall,
+    plan: emulator.Plan,
+    operands: Sequence[Any],
+    requests: Sequence[emulator.Request],
+) -> list[list[np.ndarray]]:
+    """Outputs of the kernel under each request, computed in one compiled program."""
+
+    def run(*args: Any) -> list[list[Any]]:
+        return [emulator.run_call(call, plan, args, request) for request in requests]
+
+    results = jax.jit(run)(*operands)
+    return [[np.asarray(o) for o in outputs] for outputs in results]
+
+
+def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise: the values differ (NaN equals NaN)."""
+    if a.dtype.kind in "fc":
+        both_nan = np.isnan(a) & np.isnan(b)
+        return np.asarray(~((a == b) | both_nan))
+    return np.asarray(a != b)
+
+
+def _tiles(mask: np.ndarray, layout: adapter.BlockLayout) -> list[tuple[int, ...]]:
+    """Tiles (block indices) holding a True element, in order."""
+    if not mask.any():
+        return []
+    lows = [lo for lo, _ in layout.padding]
+    padded = np.zeros(layout.padded_shape, bool)
+    padded[tuple(slice(lo, lo + d) for lo, d in zip(lows, layout.shape, strict=True))] = mask
+    split: list[int] = []
+    for extent, size in zip(layout.padded_shape, layout.block, strict=True):
+        split += [extent // size, size]
+    tiles = padded.reshape(split).any(axis=tuple(range(1, len(split), 2)))
+    return [tuple(int(v) for v in t) for t in np.argwhere(tiles)]
+
+
+# ---------------------------------------------------------------------------
+# Padding and never-written memory.
+
+
+def _sources(call: adapter.KernelCall) -> list[tuple[int, str, str]]:
+    """(operand position, cause, label) of every buffer whose filler could leak.
+
+    The body's dataflow rules out most: an output block the body overwrites before
+    reading, with every element covered by some block, cannot leak its initial
+    contents; scratch the body writes before reading cannot either.
+    """
+    record = call.record
+    body = call.program
+    sources = []
+    for k, layout in enumerate(call.layouts):
+        position = call.num_scalars + k
+        label = record.operands[position].label
+        if k < call.num_inputs:
+            if layout.padded_shape != layout.shape:
+                sources.append((position, "padding", label))
+            continue
+        if (k - call.num_inputs) in call.aliases:
+            continue
+        covered = _written_mask(call, k)
+        if (
+            not body.written[k]
+            or body.reads_initial_block[k]
+            or covered is None
+            or not covered.all()
+        ):
+            sources.append((position, "uninitialized-output", label))
+    if body.scratch_carries:
+        first_scratch = call.num_scalars + len(call.layouts)
+        for j in range(len(call.scratch)):
+            position = first_scratch + j
+            sources.append((position, "uninitialized-scratch", record.operands[position].label))
+    return sources
+
+
+def find_leaks(
+    call: adapter.KernelCall,
+    plan: emulator.Plan,
+    operands: Sequence[Any],
+    *,
+    kernel_index: int = 0,
+) -> list[Leak]:
+    """Output tiles of one kernel that depend on padding or never-written memory.
+
+    All variants (Pallas' fill; every source filled otherwise; each source alone when
+    there are several) run in one compiled program, vmapped over the fill values.
+
+    Args:
+        call: The kernel, as the emulator reads it.
+        plan: Its plan (must be emulated).
+        operands: The values it receives (scalar prefetch, then inputs).
+        kernel_index: Its index in the program, for the records.
+
+    Returns:
+        One `Leak` per (source, output) that leaks, empty when none does.
+    """
+    sources = _sources(call)
+    if not sources or plan.fallback:
+        return []
+    dtypes = _operand_dtypes(call)
+    # Variant 0: Pallas' fills; 1: every source varied; then each source alone.
+    chosen: list[set[int]] = [set(), {p for p, _, _ in sources}]
+    if len(sources) > 1:
+        chosen += [{p} for p, _, _ in sources]
+    table = {
+        position: np.stack(
+            [
+                emulator.fill_value(dtypes[position], "alt" if position in variant else "")
+                for variant in chosen
+            ]
+        )
+        for position, _, _ in sources
+    }
+
+    def run(args: Sequence[Any], fills: dict[int, Any]) -> list[Any]:
+        return emulator.run_call(call, plan, args, emulator.EMULATE, fills)
+
+    batched = jax.jit(jax.vmap(run, in_axes=(None, 0)))(list(operands), table)
+    results = [[np.asarray(o[v]) for o in batched] for v in range(len(chosen))]
+    base, varied = results[0], results[1]
+    if not any(_differs(a, b).any() for a, b in zip(base, varied, strict=True)):
+        return []
+    per_source = [varied] if len(sources) == 1 else results[2:]
+    leaks = []
+    for (position, cause, label), outputs in zip(sources, per_source, strict=True):
+        for m, (want, got) in enumerate(zip(base, outputs, strict=True)):
+            mask = _differs(want, got)
+            if not mask.any():
+                continue
+            leaks.extend(_leak_records(call, kernel_index, position, cause, label, m, mask, want))
+    return leaks
+
+
+def _operand_dtypes(call: adapter.KernelCall) -> dict[int, Any]:
+    dtypes: dict[int, Any] = {
+        call.num_scalars + k: layout.dtype for k, layout in enumerate(call.layouts)
+    }
+    first_scratch = call.num_scalars + len(call.layouts)
+    for j, (_, dtype) in enumerate(call.scratch):
+        dtypes[first_scratch + j] = dtype
+    return dtypes
+
+
+def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
+    call: adapter.KernelCall,
+    kernel_index: int,
+    position: int,
+    cause: str,
+    label: str,
+    output: int,
+    mask: np.ndarray,
+    values: np.ndarray,
+) -> list[Leak]:
+    record = call.record
+    k = call.num_inputs + output
+    layout = call.layouts[k]
+    out_operand = record.operands[call.num_scalars + k]
+    written = _written_mask(call, k)
+    found = []
+    groups: list[tuple[str, np.ndarray]] = [(cause, mask)]
+    if cause == "uninitialized-output" and written is not None:
+        # Elements no program writes keep their initial contents: say so apart.
+        groups = [("never-written", mask & ~written), (cause, mask & written)]
+    for kind, part in groups:
+        if not part.any():
+            continue
+        tiles = _tiles(part, layout)
+        nan = int(np.isnan(values[part]).sum()) if values.dtype.kind in "fc" else 0
+        found.append(
+            Leak(
+                kernel=record.name,
+                kernel_index=kernel_index,
+                output=out_operand.label,
+                source=label,
+                cause=kind,
+                tiles=tuple(tiles),
+                elements=int(part.sum()),
+                nan_elements=nan,
+                location=_location(call, position, kind),
+                programs=_writers(call, k, tiles[:4]),
+                detail=_detail(call, position, kind),
+            )
+        )
+    return found
+
+
+def _written_mask(call: adapter.KernelCall, k: int) -> np.ndarray | None:
+    """Elements of output `k` some program's block covers (None if unknown)."""
+    operand = call.record.operands[call.num_scalars + k]
+    index_map = operand.index_map
+    if index_map is None or not index_map.evaluable or index_map.uses_prefetch:
+        return None
+    layout = call.layouts[k]
+    covered = np.zeros(layout.padded_shape, bool)
+    for start in np.unique(emulator.clamped_starts(call, k), axis=0):
+        window = tuple(slice(int(s), int(s) + b) for s, b in zip(start, layout.block, strict=True))
+        covered[window] = True
+    lows = [lo for lo, _ in layout.padding]
+    inside = tuple(slice(lo, lo + d) for lo, d in zip(lows, layout.shape, strict=True))
+    return covered[inside]
+
+
+def _writers(
+    call: adapter.KernelCall, k: int, tiles: Sequence[tuple[int, ...]]
+) -> tuple[tuple[int, ...], ...]:
+    operand = call.record.operands[call.num_scalars + k]
+    if operand.index_map is None or not operand.index_map.evaluable:
+        return ()
+    if operand.index_map.uses_prefetch:
+        return ()
+    layout = call.layouts[k]
+    starts = emulator.clamped_starts(call, k)
+    coords = geometry.program_coordinates(call.grid)
+    block = np.asarray(layout.block)
+    found: list[tuple[int, ...]] = []
+    for tile in tiles:
+        origin = np.asarray(tile) * block
+        hits = np.nonzero(np.all((starts <= origin) & (origin < starts + block), axis=1))[0]
+        found.extend(tuple(int(c) for c in coords[h]) for h in hits[:2])
+    return tuple(dict.fromkeys(found))
+
+
+def _location(call: adapter.KernelCall, position: int, cause: str) -> SourceLocation | None:
+    record = call.record
+    operand = record.operands[position]
+    if cause in ("padding", "never-written"):
+        index_map = operand.index_map
+        if index_map is not None and index_map.source_file:
+            return SourceLocation(index_map.source_file, index_map.source_line)
+    return record.source
+
+
+def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
+    record = call.record
+    operand = record.operands[position]
+    if cause == "padding":
+        k = position - call.num_scalars
+        layout = call.layouts[k]
+        parts = []
+        for d, (dim, padded) in enumerate(zip(layout.shape, layout.padded_shape, strict=True)):
+            if padded != dim:
+                parts.append(
+                    f"dimension {d} has {dim} elements, its blocks cover {padded} "
+                    f"(block {layout.block[d]})"
+                )
+        return (
+            f"{operand.label}: "
+            + "; ".join(parts)
+            + ". Mask what the edge block reads past the array's end (compare element "
+            "positions, from pl.program_id, with the array's size) or keep that padding "
+            "out of the result."
+        )
+    if cause == "never-written":
+        return (
+            f"No program's block of {operand.label} covers them: check the grid and the "
+            "output's index map."
+        )
+    if cause == "uninitialized-output":
+        return (
+            f"A program reads its block of {operand.label} before writing it (e.g. `+=` "
+            "without zeroing it first under pl.when(... == 0))."
+        )
+    return f"Write {operand.label} before reading it in every program that reads it."
+
+
+# ---------------------------------------------------------------------------
+# Races, confirmed by running the grid in other orders.
+
+
+def confirm_races(
+    call: adapter.KernelCall,
+    plan: emulator.Plan,
+    operands: Sequence[Any],
+    backend: str,
+    *,
+    kernel_index: int = 0,
+    seeds: Sequence[int] = SEEDS,
+) -> RaceCheck:
+    """Runs the kernel in seeded orders `backend` allows; compares with grid order.
+
+    GPU orders permute all programs, in waves of concurrent programs that read the
+    same state (so racing read-modify-writes lose updates). TPU orders split the
+    leading "parallel" axis across two cores and interleave them, and model each core
+    keeping output blocks in VMEM without reading them back.
+    """
+    record = call.record
+    prefetch = [np.asarray(v) for v in operands[: call.num_scalars]]
+    conflicts = geometry.find_races(record, backend, prefetch)
+    if not conflicts or plan.fallback:
+        return RaceCheck(record.name, kernel_index, backend, len(conflicts), 0, False)
+    key = emulator.kernel_key(record)
+    requests = [emulator.Request(target=key)] + [
+        emulator.Request(order=backend, seed=int(seed), target=key) for seed in seeds
+    ]
+    base, *others = _run_variants(call, plan, operands, requests)
+    tiles: list[tuple[str, tuple[int, ...]]] = []
+    worst = 0.0
+    # NaN appearing where the grid's order gave a number (or vice versa) counts as inf.
+    for outputs in others:
+        for m, (want, got) in enumerate(zip(base, outputs, strict=True)):
+            mask = _differs(want, got)
+            if not mask.any():
+                continue
+            worst = max(worst, _max_change(want, got, mask))
+            layout = call.layouts[call.num_inputs + m]
+            label = record.operands[call.num_scalars + call.num_inputs + m].label
+            for tile in _tiles(mask, layout):
+                if (label, tile) not in tiles:
+                    tiles.append((label, tile))
+    return RaceCheck(
+        kernel=record.name,
+        kernel_index=kernel_index,
+        backend=backend,
+        conflicts=len(conflicts),
+        orders=len(seeds),
+        confirmed=bool(tiles),
+        tiles=tuple(tiles[:64]),
+        max_abs_diff=worst,
+        seeds=tuple(int(s) for s in seeds),
+    )
+
+
+def _max_change(want: np.ndarray, got: np.ndarray, mask: np.ndarray) -> float:
+    if want.dtype.kind not in "fciu":
+        return float(mask.sum())
+    a = want[mask].astype(np.float64)
+    b = got[mask].astype(np.float64)
+    diff = np.abs(a - b)
+    return math.inf if np.isnan(diff).any() else float(diff.max())
