@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pallaslab._src.textscan import top_level
+
 _COMMENT = {"llvm": ";"}
 _SHAPE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,\s]*)\]$")
 _DTYPES = {
@@ -49,20 +51,9 @@ class CliError(Exception):
 def split_top_level(text: str, separator: str = ",") -> list[str]:
     """Splits at `separator` outside brackets and quotes: "f32[4,8],(1, 2)" -> 2 items."""
     items: list[str] = []
-    depth = 0
-    quote = ""
     start = 0
-    for pos, char in enumerate(text):
-        if quote:
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == separator and depth == 0:
+    for pos, char in top_level(text):
+        if char == separator:
             items.append(text[start:pos].strip())
             start = pos + 1
     last = text[start:].strip()

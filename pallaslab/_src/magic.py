@@ -15,6 +15,7 @@ from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.diagnose import Diagnosis
 from pallaslab._src.core.session import CellOptions, execute_cell, is_user_source
 from pallaslab._src.targets import parse_target
+from pallaslab._src.textscan import top_level
 from pallaslab._src.views.header import Problem
 from pallaslab._src.views.inspector import Inspector
 
@@ -45,19 +46,8 @@ def split_call(line: str) -> tuple[str | None, str]:
     text = line.strip()
     if not text or text.startswith("-"):
         return None, text
-    depth = 0
-    quote = ""
-    for pos, char in enumerate(text):
-        if quote:
-            if char == quote and text[pos - 1] != "\\":
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char.isspace() and depth == 0:
+    for pos, char in top_level(text):
+        if char.isspace():
             return text[:pos], text[pos:].strip()
     return text, ""
 

@@ -18,27 +18,8 @@ import numpy as np
 from pallaslab._src.bench import live, tiles
 from pallaslab._src.core import jax_adapter, running, tracing
 from pallaslab._src.core.inspection import Inspection, Program
+from pallaslab._src.core.running import tolerance_for
 from pallaslab._src.records import ArraySpec, Comparison, Operand, RunResult, TileMismatch
-
-# Dtypes the core's table does not know: (rtol, atol relative to the reference's
-# largest magnitude). FP8 e4m3 keeps 3 mantissa bits, e5m2 keeps 2.
-_EXTRA_TOLERANCES: dict[str, tuple[float, float]] = {
-    "float8_e4m3fn": (1.25e-1, 1.25e-1),
-    "float8_e4m3fnuz": (1.25e-1, 1.25e-1),
-    "float8_e4m3b11fnuz": (1.25e-1, 1.25e-1),
-    "float8_e4m3": (1.25e-1, 1.25e-1),
-    "float8_e5m2": (2.5e-1, 2.5e-1),
-    "float8_e5m2fnuz": (2.5e-1, 2.5e-1),
-    "float8_e8m0fnu": (5e-1, 5e-1),
-}
-
-
-def tolerance_for(dtype: str) -> tuple[float, float]:
-    """(rtol, atol scale) fit for outputs of this dtype: bf16 is not f32.
-
-    Integers and booleans must match exactly.
-    """
-    return _EXTRA_TOLERANCES.get(dtype) or running.tolerance_for(dtype)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,8 +23,16 @@ from pallaslab._src.records import (
 )
 
 # (rtol, atol relative to the reference's largest magnitude), by dtype: bf16 keeps 8
-# significant bits, f16 11, f32 24; integer and boolean outputs must match exactly.
+# significant bits, f16 11, f32 24, FP8 e4m3 4 and e5m2 3; integer and boolean
+# outputs must match exactly.
 _TOLERANCES: dict[str, tuple[float, float]] = {
+    "float8_e4m3fn": (1.25e-1, 1.25e-1),
+    "float8_e4m3fnuz": (1.25e-1, 1.25e-1),
+    "float8_e4m3b11fnuz": (1.25e-1, 1.25e-1),
+    "float8_e4m3": (1.25e-1, 1.25e-1),
+    "float8_e5m2": (2.5e-1, 2.5e-1),
+    "float8_e5m2fnuz": (2.5e-1, 2.5e-1),
+    "float8_e8m0fnu": (5e-1, 5e-1),
     "bfloat16": (1.6e-2, 1.6e-2),
     "float16": (2e-3, 2e-3),
     "float32": (2e-5, 2e-5),
@@ -35,7 +43,10 @@ _TOLERANCES: dict[str, tuple[float, float]] = {
 
 
 def tolerance_for(dtype: str) -> tuple[float, float]:
-    """(rtol, atol scale) fit for comparing outputs of this dtype."""
+    """(rtol, atol scale) fit for comparing outputs of this dtype: bf16 is not f32.
+
+    Integers and booleans must match exactly.
+    """
     return _TOLERANCES.get(dtype, (0.0, 0.0))
 
 
