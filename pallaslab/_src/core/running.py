@@ -190,7 +190,7 @@ def _check(
     for index, (site, plan) in enumerate(zip(program.sites, plans, strict=True)):
         if not plan.emulated:
             continue
-        operands = jax_adapter.kernel_operands(site, program, leaves)
+        operands = jax_adapter.kernel_inputs(site, program, leaves)
         if operands is None:
             notices.append(
                 f"{plan.kernel}: not checked for padding leaks and races: it runs inside "

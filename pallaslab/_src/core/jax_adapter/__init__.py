@@ -31,7 +31,6 @@ from pallaslab._src.core.jax_adapter.execution import (
     install_platform_rule as install_platform_rule,
 )
 from pallaslab._src.core.jax_adapter.execution import kernel_inputs as kernel_inputs
-from pallaslab._src.core.jax_adapter.execution import kernel_operands as kernel_operands
 from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetch_values
 from pallaslab._src.core.jax_adapter.execution import recording_kernels as recording_kernels
 from pallaslab._src.core.jax_adapter.execution import same_kernel as same_kernel

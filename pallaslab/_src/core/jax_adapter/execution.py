@@ -221,30 +221,6 @@ def kernel_inputs(site: KernelSite, program: Any, leaves: Sequence[Any]) -> list
         return None
 
 
-def kernel_operands(
-    site: KernelSite, program: Any, leaves: Sequence[Any]
-) -> tuple[Any, ...] | None:
-    """Every value a kernel receives when the program runs on `leaves`.
-
-    Its inputs, in the primitive's order, for running the kernel alone.
-
-    Evaluates the program's equations up to the kernel, as `prefetch_values` does.
-    Returns None when the kernel sits where that cannot be done (inside a loop or a
-    branch, or in kernels recorded while a cell ran).
-    """
-    if site.eqn is None or program.closed_jaxpr is None:
-        return None
-    if any(e.primitive.name not in ("jit", "pjit", "closed_call") for e in site.trail):
-        return None
-    closed = program.closed_jaxpr
-    env = dict(zip(closed.jaxpr.constvars, closed.consts, strict=True))
-    env.update(zip(closed.jaxpr.invars, leaves, strict=True))
-    try:
-        return tuple(_evaluate_until(closed.jaxpr, env, [*site.trail, site.eqn]))
-    except Exception:
-        return None
-
-
 def site_prefetch_offset(site: KernelSite) -> int:
     """Position of the first scalar-prefetch operand among the kernel's inputs."""
     # Dynamic grid bounds come first, then the scalar-prefetch operands.
