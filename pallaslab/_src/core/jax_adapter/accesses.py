@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from pallaslab._src.core.jax_adapter.probes import (
+    CALL_PRIMITIVES,
     feature_notice,
     jax_core,
     source_info_util,
@@ -33,8 +34,6 @@ _Slice: Any = getattr(state_indexing, "Slice", None)
 _IDENTITY = frozenset({"multiple_of", "max_contiguous", "optimization_barrier", "pvary"})
 # Primitives with no effect on values the interpreter tracks.
 _SKIPPED = frozenset({"debug_print", "debug_callback", "delay", "trace_start", "trace_stop"})
-_CALLS = ("pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call")
-_CHECKPOINTS = ("remat", "checkpoint")
 MAX_STEPS = 200_000
 
 
@@ -261,7 +260,7 @@ class Interpreter:
             return self._cond(eqn, values)
         if name == "run_scoped":
             return self._run_scoped(eqn, values)
-        if name in _CALLS or name in _CHECKPOINTS:
+        if name in CALL_PRIMITIVES:
             holds_buffer = any(isinstance(v, Buffer) for v in values)
             if not holds_buffer:
                 try:

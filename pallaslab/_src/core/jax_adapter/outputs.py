@@ -6,23 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pallaslab._src.core.jax_adapter.kernels import KernelSite
-from pallaslab._src.core.jax_adapter.probes import jax_core
-
-# Call-like primitives whose single body's results are the equation's results, one to
-# one: an output produced inside one of them is followed into its body.
-_TRANSPARENT = frozenset(
-    {
-        "pjit",
-        "jit",
-        "closed_call",
-        "core_call",
-        "custom_jvp_call",
-        "custom_vjp_call",
-        "custom_vjp_call_jaxpr",
-        "remat",
-        "checkpoint",
-    }
-)
+from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES, jax_core
 
 
 def output_writers(closed_jaxpr: Any, sites: Sequence[KernelSite]) -> list[tuple[int, int] | None]:
@@ -48,7 +32,7 @@ def _writer(jaxpr: Any, var: Any, owners: dict[int, int]) -> tuple[int, int] | N
                 continue
             if id(eqn) in owners:
                 return owners[id(eqn)], position
-            if eqn.primitive.name not in _TRANSPARENT:
+            if eqn.primitive.name not in CALL_PRIMITIVES:
                 return None
             for body in jax_core.jaxprs_in_params(eqn.params):
                 if len(body.outvars) == len(eqn.outvars):

@@ -7,6 +7,7 @@ from pathlib import Path
 import jax
 
 __all__ = [
+    "CALL_PRIMITIVES",
     "FEATURES",
     "MESH_KERNELS",
     "PACKAGE_DIR",
@@ -53,6 +54,21 @@ if hasattr(source_info_util, "register_exclusion"):
 PALLAS_CALL = "pallas_call"
 # `plgpu.kernel` binds `mpmd_map` in jax 0.10; `pl.core_map` binds `core_map`.
 MESH_KERNELS = frozenset({"mpmd_map", "core_map"})
+# Call-like primitives: one body whose inputs and results are the equation's, one to
+# one, so analyses follow values straight into the body.
+CALL_PRIMITIVES = frozenset(
+    {
+        "pjit",
+        "jit",
+        "closed_call",
+        "core_call",
+        "custom_jvp_call",
+        "custom_vjp_call",
+        "custom_vjp_call_jaxpr",
+        "remat",
+        "checkpoint",
+    }
+)
 
 
 def _feature(name: str, available: bool, why: str) -> tuple[str, bool, str]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from pallaslab._src.core.jax_adapter.probes import jax_core
+from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES, jax_core
 from pallaslab._src.records import KernelWork
 
 _TRANSCENDENTAL = frozenset(
@@ -91,17 +91,6 @@ _REDUCTIONS = frozenset(
         "cumprod",
     }
 )
-_CALLS = (
-    "pjit",
-    "jit",
-    "closed_call",
-    "core_call",
-    "custom_jvp_call",
-    "custom_vjp_call",
-    "remat",
-    "checkpoint",
-    "run_scoped",
-)
 
 
 def _size(aval: Any) -> int:
@@ -148,7 +137,7 @@ def _count(jaxpr: Any) -> tuple[int, int, bool]:
             costliest = max(branches)
             flops, transcendentals = flops + costliest[0], transcendentals + costliest[1]
             exact = exact and len(set(branches)) == 1
-        elif name == "while" or name in _CALLS:
+        elif name in ("while", "run_scoped") or name in CALL_PRIMITIVES:
             for sub in jax_core.jaxprs_in_params(eqn.params):
                 inner = _count(sub)
                 flops, transcendentals = flops + inner[0], transcendentals + inner[1]
