@@ -18,6 +18,8 @@ from pallaslab._src.records import Operand as Operand
 from pallaslab._src.records import OutputSummary as OutputSummary
 from pallaslab._src.records import RunResult as RunResult
 from pallaslab._src.records import SourceLocation as SourceLocation
+from pallaslab._src.settings import Settings as Settings
+from pallaslab._src.settings import load as settings
 from pallaslab._src.version import __version__ as __version__
 
 
@@ -29,6 +31,11 @@ def _inspector_bundle(record: _Any, **kwargs: _Any) -> _Any:
 
 
 _display.register_renderer(_inspector_bundle)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the prebuilt JupyterLab extension is (for `jupyter labextension develop`)."""
+    return [{"src": "labextension", "dest": "pallaslab"}]
 
 
 def load_ipython_extension(ipython: _Any) -> None:

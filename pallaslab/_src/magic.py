@@ -10,7 +10,7 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from pallaslab._src import sources
+from pallaslab._src import settings, sources
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.diagnose import Diagnosis
 from pallaslab._src.core.session import CellOptions, execute_cell, is_user_source
@@ -133,7 +133,8 @@ class KernelMagics(Magics):
                 call=call,
                 ref=options.ref,
                 run=not options.no_run,
-                interpret=options.interpret,
+                # The "interpret" setting (JupyterLab's settings editor) is a default --interpret.
+                interpret=options.interpret or settings.load().interpret,
             ),
             name_source=name_source,
         )

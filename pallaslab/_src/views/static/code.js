@@ -99,3 +99,22 @@ function linkViews(textView, sourceViews, map) {
     sourceToText,
   };
 }
+
+// "Open in new tab": a button that asks JupyterLab's pallaslab extension to open a
+// text (jaxpr, IR) as a read-only tab beside the notebook. The extension sets the
+// flag; elsewhere (Notebook 7, VS Code, Colab) there is no button. `detail()` returns
+// {title, language, text, sourceMap: [[textLine, fileIndex, sourceLine]], sources}.
+function openTextButton(detail) {
+  if (globalThis.__pallaslabLab !== true) return null;
+  return h("button", {
+    class: "pl-open-text", type: "button", text: "Open in new tab",
+    title: "Open as a read-only tab beside the notebook, still linked to its source lines",
+    onclick: (event) => event.currentTarget.dispatchEvent(new CustomEvent("pallaslab:open-text", {
+      bubbles: true, composed: true, detail: detail() })),
+  });
+}
+
+// The source windows as an open-text request carries them.
+function openTextSources(files) {
+  return files.map((f) => ({ label: f.label, first: f.first, lines: f.lines }));
+}

@@ -30,7 +30,12 @@ TABS.jaxpr = {
       panes.append(left, h("div", { class: "pl-pane" }, textView.el));
     };
     picker.addEventListener("change", () => show(picker.value));
-    root.append(h("div", { class: "pl-toolbar" }, "Show ", picker,
+    const open = openTextButton(() => {
+      const view = data.views.find((v) => v.id === ctx.state.jaxprView) || data.views[0];
+      return { title: "jaxpr \u00b7 " + view.title, language: "jaxpr", text: view.text, sourceMap: view.map,
+        sources: openTextSources(data.files) };
+    });
+    root.append(h("div", { class: "pl-toolbar" }, "Show ", picker, open,
       h("span", { class: "pl-hint", text: "hover a line to see where it comes from" })), panes);
     show(current);
   },
