@@ -6,6 +6,7 @@ In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
 
 from typing import Any as _Any
 
+from pallaslab._src import settings as _settings
 from pallaslab._src.core import display as _display
 from pallaslab._src.core.inspection import Inspection as Inspection
 from pallaslab._src.core.tracing import inspect as inspect
@@ -19,7 +20,6 @@ from pallaslab._src.records import OutputSummary as OutputSummary
 from pallaslab._src.records import RunResult as RunResult
 from pallaslab._src.records import SourceLocation as SourceLocation
 from pallaslab._src.settings import Settings as Settings
-from pallaslab._src.settings import load as settings
 from pallaslab._src.version import __version__ as __version__
 
 
@@ -31,6 +31,11 @@ def _inspector_bundle(record: _Any, **kwargs: _Any) -> _Any:
 
 
 _display.register_renderer(_inspector_bundle)
+
+
+def settings() -> Settings:
+    """The settings from JupyterLab's settings editor (the defaults without one)."""
+    return _settings.load()
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

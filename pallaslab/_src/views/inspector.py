@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from pallaslab._src.views import bundle
+from pallaslab._src.views import bundle, texts
 from pallaslab._src.views.header import Problem, header, summary_text
 from pallaslab._src.views.static_page import static_page
 from pallaslab._src.views.tabs import Tab, all_tabs
@@ -46,6 +46,7 @@ class Inspector(anywidget.AnyWidget):
             problem=problem.to_json() if problem else None,
             **kwargs,
         )
+        self.on_msg(self._on_custom_message)
 
     @property
     def inspection(self) -> Inspection:
@@ -57,6 +58,22 @@ class Inspector(anywidget.AnyWidget):
             return tab.payload(self._inspection)
         except Exception as error:
             return {"error": f"{tab.title} could not be built: {type(error).__name__}: {error}"}
+
+    def _on_custom_message(self, _: Any, content: Any, buffers: Any) -> None:
+        """Sends a whole long text when the front end asks for it (`views/texts.py`)."""
+        if not isinstance(content, dict) or content.get("type") != texts.GET_TEXT:
+            return
+        request = content.get("request", 0)
+        tab = next((t for t in self._tab_list if t.id == content.get("tab")), None)
+        try:
+            if tab is None or tab.text is None:
+                raise LookupError(f"no tab {content.get('tab')!r} with long texts")
+            detail = tab.text(self._inspection, str(content.get("key", "")))
+        except Exception as error:
+            self.send(texts.error_message(request, f"{type(error).__name__}: {error}"))
+            return
+        for message in texts.text_messages(request, detail):
+            self.send(message)
 
     @traitlets.observe("selected")
     def _load_selected(self, change: dict[str, Any]) -> None:

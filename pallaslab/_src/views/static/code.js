@@ -103,18 +103,64 @@ function linkViews(textView, sourceViews, map) {
 // "Open in new tab": a button that asks JupyterLab's pallaslab extension to open a
 // text (jaxpr, IR) as a read-only tab beside the notebook. The extension sets the
 // flag; elsewhere (Notebook 7, VS Code, Colab) there is no button. `detail()` returns
-// {title, language, text, sourceMap: [[textLine, fileIndex, sourceLine]], sources}.
+// (or promises) {title, language, text, sourceMap: [[textLine, fileIndex, sourceLine]],
+// sources: [{label, first, lines}]}.
 function openTextButton(detail) {
   if (globalThis.__pallaslabLab !== true) return null;
-  return h("button", {
+  const button = h("button", {
     class: "pl-open-text", type: "button", text: "Open in new tab",
     title: "Open as a read-only tab beside the notebook, still linked to its source lines",
-    onclick: (event) => event.currentTarget.dispatchEvent(new CustomEvent("pallaslab:open-text", {
-      bubbles: true, composed: true, detail: detail() })),
   });
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    button.textContent = "Opening\u2026";
+    try {
+      const request = await detail();
+      button.dispatchEvent(new CustomEvent("pallaslab:open-text", {
+        bubbles: true, composed: true, detail: request }));
+      button.textContent = "Open in new tab";
+    } catch (err) {
+      button.textContent = "Could not open: " + (err && err.message ? err.message : err);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
 }
 
 // The source windows as an open-text request carries them.
 function openTextSources(files) {
   return files.map((f) => ({ label: f.label, first: f.first, lines: f.lines }));
+}
+
+// A whole long text from the kernel (views/texts.py): a header message, then chunks.
+let textRequests = 0;
+function requestText(model, tab, key, timeoutMs = 120000) {
+  const request = ++textRequests;
+  return new Promise((resolve, reject) => {
+    let header = null;
+    const pieces = [];
+    let received = 0;
+    const done = (error, value) => {
+      clearTimeout(timer);
+      model.off("msg:custom", onMessage);
+      if (error) reject(error); else resolve(value);
+    };
+    const onMessage = (msg) => {
+      if (!msg || msg.request !== request) return;
+      if (msg.type === "pallaslab:text-error") return done(new Error(msg.message));
+      if (msg.type === "pallaslab:text") header = msg;
+      if (msg.type === "pallaslab:text-chunk") {
+        pieces[msg.index] = msg.text;
+        received += 1;
+      }
+      if (header && received === header.chunks) {
+        done(null, { title: header.title, language: header.language, text: pieces.join(""),
+          sourceMap: header.sourceMap, sources: header.sources });
+      }
+    };
+    const timer = setTimeout(() => done(new Error("the kernel did not answer (is it running?)")), timeoutMs);
+    model.on("msg:custom", onMessage);
+    model.send({ type: "pallaslab:get-text", request, tab, key });
+  });
 }

@@ -33,6 +33,9 @@ class Tab:
         eager: Whether the payload is built when the inspector opens; lazy tabs are
             built when first selected.
         order: Position among the tabs (lower first).
+        text: Returns one whole text of the tab by key (`{"title", "language",
+            "text", "sourceMap", "sources"}`), for texts too long to send inline
+            (see `views/texts.py`); None when the tab has none.
     """
 
     id: str
@@ -41,6 +44,7 @@ class Tab:
     static_html: Callable[[Inspection], str]
     eager: bool = True
     order: int = 50
+    text: Callable[[Inspection, str], dict[str, Any]] | None = None
 
 
 @functools.cache

@@ -1,0 +1,95 @@
+"""Long texts (jaxprs, IR) in the inspector: shown clipped, sent whole on demand.
+
+A kernel can lower to tens of thousands of lines. Drawn inline they would choke
+the page, and sent in one widget message they would exceed what the websocket and
+the notebook file handle well (Tornado refuses messages over 10 MiB). So a view
+shows the first `INLINE_LINES` lines; the whole text goes out only when asked
+for ("Open in new tab"), as a header message and chunks of at most `CHUNK_CHARS`.
+
+The protocol (anywidget custom messages):
+
+- front end -> kernel: `{"type": "pallaslab:get-text", "request": n, "tab": id, "key": k}`
+- kernel -> front end: `{"type": "pallaslab:text", "request": n, "chunks": count,
+  "title", "language", "sourceMap", "sources"}`, then `count` messages
+  `{"type": "pallaslab:text-chunk", "request": n, "index": i, "text": piece}`;
+  or `{"type": "pallaslab:text-error", "request": n, "message": ...}`.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+#: Lines a view draws inline; longer texts open whole in their own tab.
+INLINE_LINES = 3000
+#: Characters of text per message when a whole text is sent.
+CHUNK_CHARS = 1 << 20
+#: Characters of one tab's static HTML kept in saved notebooks.
+STATIC_TAB_CHARS = 2 << 20
+
+GET_TEXT = "pallaslab:get-text"
+
+
+def clip(
+    text: str, source_map: Sequence[Sequence[int]], max_lines: int | None = None
+) -> tuple[str, list[list[int]], int]:
+    """The first `max_lines` lines of a text and the map entries that point into them.
+
+    Args:
+        text: The whole text.
+        source_map: Its [text line, file, source line] entries.
+        max_lines: Lines to keep (default `INLINE_LINES`).
+
+    Returns:
+        The shown text, its map entries and the text's total number of lines.
+    """
+    max_lines = INLINE_LINES if max_lines is None else max_lines
+    lines = text.split("\n")
+    total = len(lines)
+    if total <= max_lines:
+        return text, [list(entry) for entry in source_map], total
+    shown = "\n".join(lines[:max_lines])
+    return shown, [list(entry) for entry in source_map if entry[0] <= max_lines], total
+
+
+def chunks(text: str, size: int | None = None) -> list[str]:
+    """The text cut into pieces of at most `size` (default `CHUNK_CHARS`) characters."""
+    size = CHUNK_CHARS if size is None else size
+    return [text[start : start + size] for start in range(0, len(text), size)] or [""]
+
+
+def text_messages(request: int, detail: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The messages that carry one whole text to the front end.
+
+    Args:
+        request: The front end's request number, echoed in every message.
+        detail: `{"title", "language", "text", "sourceMap", "sources"}`.
+    """
+    pieces = chunks(str(detail["text"]))
+    yield {
+        "type": "pallaslab:text",
+        "request": request,
+        "chunks": len(pieces),
+        "title": detail.get("title", ""),
+        "language": detail.get("language", ""),
+        "sourceMap": detail.get("sourceMap", []),
+        "sources": detail.get("sources", []),
+    }
+    for index, piece in enumerate(pieces):
+        yield {"type": "pallaslab:text-chunk", "request": request, "index": index, "text": piece}
+
+
+def error_message(request: int, message: str) -> dict[str, Any]:
+    """The message that says a text could not be sent."""
+    return {"type": "pallaslab:text-error", "request": request, "message": message}
+
+
+def clip_html(body: str, title: str, limit: int | None = None) -> str:
+    """A tab's static HTML, or a note in its place when it is too large to save."""
+    if len(body) <= (STATIC_TAB_CHARS if limit is None else limit):
+        return body
+    return (
+        f"<p class='pl-notice'>The {html.escape(title)} tab is too large for a saved notebook "
+        f"({len(body) / (1 << 20):.1f} MiB of HTML); run the cell to see it live.</p>"
+    )
