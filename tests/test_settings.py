@@ -32,7 +32,11 @@ def write_user(lab_dirs: Path, text: str) -> Path:
 
 def test_defaults_without_jupyterlab(lab_dirs):
     loaded = settings.load()
-    assert (loaded.default_target, loaded.tpu_generation, loaded.interpret) == ("auto", "v5e", False)
+    assert (loaded.default_target, loaded.tpu_generation, loaded.interpret) == (
+        "auto",
+        "v5e",
+        False,
+    )
     assert loaded.files == () and loaded.problems == ()
     assert pallaslab.settings() == loaded
 

@@ -155,7 +155,9 @@ class KernelMagics(Magics):
         shell = self.shell
         assert shell is not None
         text = f"%%kernel {line}\n{cell}"
-        number = shell.execution_count
+        # The number in the cell's prompt: IPython >= 9.x counts the cell before running
+        # it (execution_count is already the next one); prompt_count is right either way.
+        number = shell.displayhook.prompt_count
         try:
             filename = shell.compile.cache(text, number=number, raw_code=text)
         except (AttributeError, TypeError):

@@ -168,11 +168,13 @@ class JupyterServer:
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={self.root}",
             "--ServerApp.open_browser=False",
+            # A loaded 2-core CI machine can take over a minute to start a kernel.
+            "--MappingKernelManager.kernel_info_timeout=300",
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             command.append("--allow-root")  # CI containers often run as root
         log = self.log_path.open("wb")
-        self.process = subprocess.Popen(  # noqa: S603 (our own command line)
+        self.process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=self.root
         )
         deadline = time.monotonic() + 120
@@ -307,6 +309,17 @@ def new_page(browser: Any) -> Iterator[Any]:
     yield make
     for context in contexts:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def module_page(browser: Any) -> Iterator[Any]:
+    """One page shared by the tests of a module (a notebook is run once, then inspected)."""
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    context.set_default_timeout(60_000)
+    page = context.new_page()
+    page.errors = PageErrors(page)
+    yield page
+    context.close()
 
 
 def screenshot(page: Any, name: str) -> Path:
