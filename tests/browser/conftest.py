@@ -44,7 +44,7 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 # Kernels import JAX and trace on a shared 2-core machine: be patient, not flaky.
-KERNEL_TIMEOUT_MS = 240_000
+KERNEL_TIMEOUT_MS = int(os.environ.get("PALLASLAB_KERNEL_TIMEOUT_MS", 240_000))
 
 
 def built_extension() -> Path | None:
@@ -281,12 +281,29 @@ class PageErrors:
 
     def __init__(self, page: Any):
         self.uncaught: list[str] = []
+        self.stacks: list[str] = []
         self.console: list[str] = []
-        page.on("pageerror", lambda error: self.uncaught.append(str(error)))
+        page.on("pageerror", self._uncaught)
         page.on(
             "console",
             lambda message: self.console.append(message.text) if message.type == "error" else None,
         )
+
+    def _uncaught(self, error: Any) -> None:
+        self.uncaught.append(str(error))
+        self.stacks.append(str(error.stack or error))
+
+    def ours(self) -> list[str]:
+        """Uncaught errors thrown by pallaslab's code: the lab extension or the widget.
+
+        The widget's module runs from a blob: URL (anywidget), the extension from
+        /lab/extensions/pallaslab/; anything else is the host's own business.
+        """
+        return [
+            stack
+            for stack in self.stacks
+            if "/lab/extensions/pallaslab/" in stack or "blob:" in stack or "pallaslab" in stack
+        ]
 
     def about(self, needle: str) -> list[str]:
         """The errors that mention `needle` (case-insensitive)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.browser.conftest import KERNEL_TIMEOUT_MS, JupyterServer
+from tests.browser.conftest import KERNEL_TIMEOUT_MS, JupyterServer, screenshot
 
 INSPECTOR = ".jp-OutputArea-output .pallaslab"
 
@@ -45,22 +45,48 @@ def menu(page: Any, label: str, *commands: str) -> None:
     page.locator(items).first.click()
 
 
+def save(page: Any) -> None:
+    """File > Save of the notebook on the page."""
+    page.locator(".jp-NotebookPanel .jp-InputPrompt").first.click()
+    menu(page, "File", "docmanager:save")
+
+
 def run_all(page: Any) -> None:
-    """Run > Run All Cells."""
-    menu(page, "Run", "runmenu:run-all", "notebook:run-all-cells")
+    """Run > Run All Cells, checking that the cells did start."""
+    started = """() => Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-InputPrompt'))
+        .some(p => /\\[[*0-9]/.test(p.textContent))"""
+    for attempt in range(3):
+        # The menu acts on the current widget: make sure it is the notebook.
+        page.locator(".jp-NotebookPanel .jp-InputPrompt").first.click()
+        menu(page, "Run", "runmenu:run-all", "notebook:run-all-cells")
+        try:
+            page.wait_for_function(started, timeout=15_000)
+            return
+        except Exception:
+            if attempt == 2:
+                screenshot(page, "run-all-did-not-start")
+                raise
 
 
 def wait_for_output(page: Any, text: str, timeout: int = KERNEL_TIMEOUT_MS) -> Any:
     """Waits for a cell output containing `text`; returns its locator."""
     output = page.locator(".jp-OutputArea-output", has_text=text).first
-    output.wait_for(timeout=timeout)
+    try:
+        output.wait_for(timeout=timeout)
+    except Exception:
+        screenshot(page, "no-output")
+        raise
     return output
 
 
 def inspector(page: Any, index: int = 0, timeout: int = KERNEL_TIMEOUT_MS) -> Any:
     """The `index`-th inspector on the page, once drawn."""
     found = page.locator(INSPECTOR).nth(index)
-    found.locator(".pl-header").wait_for(timeout=timeout)
+    try:
+        found.locator(".pl-header").wait_for(timeout=timeout)
+    except Exception:
+        screenshot(page, "no-inspector")
+        raise
     return found
 
 

@@ -203,4 +203,5 @@ def test_an_error_cell_names_its_line(tour):
 
 def test_no_uncaught_page_errors(tour):
     assert tour.page.errors.uncaught == []
+    assert tour.page.errors.ours() == []
     assert tour.page.errors.about("pallaslab") == []
