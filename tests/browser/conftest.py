@@ -44,7 +44,7 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 # Kernels import JAX and trace on a shared 2-core machine: be patient, not flaky.
-KERNEL_TIMEOUT_MS = int(os.environ.get("PALLASLAB_KERNEL_TIMEOUT_MS", 240_000))
+KERNEL_TIMEOUT_MS = int(os.environ.get("PALLASLAB_KERNEL_TIMEOUT_MS", "240000"))
 
 
 def built_extension() -> Path | None:
