@@ -4,6 +4,12 @@
  * both ways to the notebook cell that source line is in.
  */
 
+import { defaultKeymap } from '@codemirror/commands';
+import {
+  highlightSelectionMatches,
+  search,
+  searchKeymap
+} from '@codemirror/search';
 import {
   EditorState,
   RangeSetBuilder,
@@ -15,6 +21,7 @@ import {
   DecorationSet,
   EditorView,
   highlightActiveLine,
+  keymap,
   lineNumbers
 } from '@codemirror/view';
 import { jupyterTheme } from '@jupyterlab/codemirror';
@@ -132,6 +139,11 @@ export class TextView extends Widget {
         lineNumbers(),
         highlightActiveLine(),
         EditorState.readOnly.of(true),
+        // Moving around and searching a long text: CodeMirror's own keys and search
+        // panel (it searches the whole text, not just the lines on screen).
+        keymap.of([...searchKeymap, ...defaultKeymap]),
+        search({ top: true }),
+        highlightSelectionMatches(),
         support ?? [],
         colours,
         activeLinesField,
