@@ -15,8 +15,8 @@ INSPECTOR = ".jp-OutputArea-output .pallaslab"
 
 
 def open_in_lab(page: Any, server: JupyterServer, path: str) -> None:
-    """Opens a notebook in JupyterLab and waits for its kernel to be idle."""
-    page.goto(server.url(f"lab/tree/{path}"))
+    """Opens a notebook in JupyterLab (alone: `reset` drops the saved workspace)."""
+    page.goto(server.url(f"lab/tree/{path}?reset"))
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
     wait_idle(page)
 
