@@ -71,7 +71,7 @@ def _missing() -> str | None:
     if not Path(CHROMIUM).exists():
         return f"no chromium at {CHROMIUM} (apt-get install chromium)"
     try:
-        import playwright.sync_api  # noqa: F401, PLC0415
+        import playwright.sync_api  # noqa: F401
     except ImportError:
         return "the Python package playwright is not installed"
     if built_extension() is None:
