@@ -1,10 +1,13 @@
 """Long texts (jaxprs, IR) in the inspector: shown clipped, sent whole on demand.
 
 A kernel can lower to tens of thousands of lines. Drawn inline they would choke
-the page, and sent in one widget message they would exceed what the websocket and
-the notebook file handle well (Tornado refuses messages over 10 MiB). So a view
-shows the first `INLINE_LINES` lines; the whole text goes out only when asked
-for ("Open in new tab"), as a header message and chunks of at most `CHUNK_CHARS`.
+the page; kept in the widget's state they would travel in every state sync and
+sit in the notebook file (a 100k-line jaxpr made an 11 MB pane and 59 MB of static
+HTML), and a state message that the page sends back would hit Tornado's 10 MiB
+websocket limit. So a view shows the first `INLINE_LINES` lines; the whole text
+goes out only when asked for ("Open in new tab"), as a header message and chunks
+of at most `CHUNK_CHARS`, and saved notebooks keep at most `STATIC_TAB_CHARS` of
+each tab's static HTML.
 
 The protocol (anywidget custom messages):
 
