@@ -205,6 +205,12 @@ class JupyterServer:
             time.sleep(0.5)
         raise RuntimeError(f"jupyter lab did not start in 120 s:\n{self.log_tail()}")
 
+    def shutdown_sessions(self) -> None:
+        """Ends every notebook session and its kernel (each holds JAX: hundreds of MB)."""
+        with contextlib.suppress(Exception):
+            for session in self.api("GET", "/api/sessions"):
+                self.api("DELETE", f"/api/sessions/{session['id']}")
+
     def stop(self) -> None:
         if self.process is None:
             return
@@ -331,7 +337,7 @@ class PageErrors:
 
 
 @pytest.fixture
-def new_page(browser: Any) -> Iterator[Any]:
+def new_page(browser: Any, jupyter: JupyterServer) -> Iterator[Any]:
     """Makes pages in fresh browser contexts; closes them after the test."""
     contexts = []
 
@@ -346,10 +352,11 @@ def new_page(browser: Any) -> Iterator[Any]:
     yield make
     for context in contexts:
         context.close()
+    jupyter.shutdown_sessions()
 
 
 @pytest.fixture(scope="module")
-def module_page(browser: Any) -> Iterator[Any]:
+def module_page(browser: Any, jupyter: JupyterServer) -> Iterator[Any]:
     """One page shared by the tests of a module (a notebook is run once, then inspected)."""
     context = browser.new_context(viewport={"width": 1600, "height": 1000})
     context.set_default_timeout(60_000)
@@ -357,6 +364,7 @@ def module_page(browser: Any) -> Iterator[Any]:
     page.errors = PageErrors(page)
     yield page
     context.close()
+    jupyter.shutdown_sessions()
 
 
 def screenshot(page: Any, name: str) -> Path:
