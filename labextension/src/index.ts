@@ -112,6 +112,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       });
     }
 
+    // The settings are the kernel's to read (pallaslab/_src/settings.py); loading them
+    // here validates the user's file against the schema and reports a broken one.
     if (settingRegistry) {
       settingRegistry.load(plugin.id).catch(reason => {
         console.error('pallaslab: could not load settings', reason);
