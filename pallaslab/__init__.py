@@ -10,6 +10,7 @@ In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+from pallaslab._src import settings as _settings
 from pallaslab._src.bench import live as _live
 from pallaslab._src.bench.check import CheckResult as CheckResult
 from pallaslab._src.bench.check import check as check
@@ -34,6 +35,7 @@ from pallaslab._src.records import OutputSummary as OutputSummary
 from pallaslab._src.records import RunResult as RunResult
 from pallaslab._src.records import SourceLocation as SourceLocation
 from pallaslab._src.records import TileMismatch as TileMismatch
+from pallaslab._src.settings import Settings as Settings
 from pallaslab._src.targets import targets as targets
 from pallaslab._src.version import __version__ as __version__
 
@@ -86,6 +88,16 @@ def _bench_bundle(record: _Any, **kwargs: _Any) -> _Any:
 
 
 _live.register(observer_factory=_live_observer, renderer=_bench_bundle)
+
+
+def settings() -> Settings:
+    """The settings from JupyterLab's settings editor (the defaults without one)."""
+    return _settings.load()
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the prebuilt JupyterLab extension is (for `jupyter labextension develop`)."""
+    return [{"src": "labextension", "dest": "pallaslab"}]
 
 
 def load_ipython_extension(ipython: _Any) -> None:

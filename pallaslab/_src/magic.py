@@ -10,7 +10,7 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from pallaslab._src import sources
+from pallaslab._src import settings, sources
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.diagnose import Diagnosis
 from pallaslab._src.core.session import CellOptions, execute_cell, is_user_source
@@ -164,7 +164,8 @@ class KernelMagics(Magics):
                 call=call,
                 ref=options.ref,
                 run=not options.no_run,
-                interpret=options.interpret,
+                # The "interpret" setting (JupyterLab's settings editor) is a default --interpret.
+                interpret=options.interpret or settings.load().interpret,
             ),
             name_source=name_source,
         )
@@ -308,7 +309,9 @@ class KernelMagics(Magics):
         shell = self.shell
         assert shell is not None
         text = f"%%kernel {line}\n{cell}"
-        number = shell.execution_count
+        # The number in the cell's prompt: IPython >= 9.x counts the cell before running
+        # it (execution_count is already the next one); prompt_count is right either way.
+        number = shell.displayhook.prompt_count
         try:
             filename = shell.compile.cache(text, number=number, raw_code=text)
         except (AttributeError, TypeError):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from pallaslab._src.views import bundle
+from pallaslab._src.views import bundle, texts
 from pallaslab._src.views.header import Problem, header, summary_text
 from pallaslab._src.views.static_page import static_page
 from pallaslab._src.views.tabs import Tab, all_tabs
@@ -42,6 +42,7 @@ class Inspector(anywidget.AnyWidget):
     ):
         self._inspection = inspection
         self._problem = problem
+        self._texts: dict[tuple[str, str], dict[str, Any]] = {}
         self._tab_list: list[Tab] = all_tabs()
         ids = [t.id for t in self._tab_list]
         first = selected if selected in ids else ids[0]
@@ -84,14 +85,34 @@ class Inspector(anywidget.AnyWidget):
         self.send({"tab": content["tab"], "id": content.get("id"), "reply": self.request(content)})
 
     def request(self, content: dict[str, Any]) -> dict[str, Any]:
-        """Answers one request from a tab's front end (also callable from Python)."""
+        """Answers one request from a tab's front end (also callable from Python).
+
+        `{"tab", "body"}`: a body with a `textKey` asks for a piece of one of the
+        tab's whole texts (`views/texts.py`); any other body goes to `Tab.respond`.
+        """
         tab = next((t for t in self._tab_list if t.id == content.get("tab")), None)
-        if tab is None or tab.respond is None:
-            return {"error": f"the {content.get('tab')!r} tab takes no requests"}
+        body = dict(content.get("body") or {})
         try:
-            return tab.respond(self._inspection, dict(content.get("body") or {}))
+            if "textKey" in body:
+                if tab is None or tab.text is None:
+                    raise LookupError(f"no tab {content.get('tab')!r} with long texts")
+                detail = self._whole_text(tab, str(body["textKey"]))
+                index = int(body.get("chunk", -1))
+                return texts.header_reply(detail) if index < 0 else texts.chunk_reply(detail, index)
+            if tab is None or tab.respond is None:
+                return {"error": f"the {content.get('tab')!r} tab takes no requests"}
+            return tab.respond(self._inspection, body)
         except Exception as error:
             return {"error": f"{type(error).__name__}: {error}"}
+
+    def _whole_text(self, tab: Tab, key: str) -> dict[str, Any]:
+        # The header and each piece are separate requests for the same text.
+        cached = self._texts.get((tab.id, key))
+        if cached is None:
+            cached = self._texts[(tab.id, key)] = tab.text(self._inspection, key)  # type: ignore[misc]
+            while len(self._texts) > 4:
+                self._texts.pop(next(iter(self._texts)))
+        return cached
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle_ = super()._repr_mimebundle_(**kwargs)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from pallaslab._src.views.header import Problem, header
 from pallaslab._src.views.tabs import all_tabs
+from pallaslab._src.views.texts import clip_html
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -46,7 +47,7 @@ def static_page(inspection: Inspection, problem: Problem | None = None) -> str:
         parts.append(f"<div class='pl-problem'>{where}{html.escape(problem.summary)}{hint}</div>")
     for tab in all_tabs():
         try:
-            body = tab.static_html(inspection)
+            body = clip_html(tab.static_html(inspection), tab.title)
         except Exception as error:
             body = f"<p>Could not render this tab: {html.escape(str(error))}</p>"
         parts.append(

@@ -266,3 +266,51 @@ function linkViews(textView, sourceViews, map, options = {}) {
     sourceToText,
   };
 }
+
+// "Open in new tab": a button that asks JupyterLab's pallaslab extension to open a
+// text (jaxpr, IR) as a read-only tab beside the notebook. The extension sets the
+// flag; elsewhere (Notebook 7, VS Code, Colab) there is no button. `detail()` returns
+// (or promises) {title, language, text, sourceMap: [[textLine, fileIndex, sourceLine]],
+// sources: [{label, first, lines}]}.
+function openTextButton(detail) {
+  if (globalThis.__pallaslabLab !== true) return null;
+  const button = h("button", {
+    class: "pl-open-text", type: "button", text: "Open in new tab",
+    title: "Open as a read-only tab beside the notebook, still linked to its source lines",
+  });
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    button.textContent = "Opening\u2026";
+    try {
+      const request = await detail();
+      button.dispatchEvent(new CustomEvent("pallaslab:open-text", {
+        bubbles: true, composed: true, detail: request }));
+      button.textContent = "Open in new tab";
+    } catch (err) {
+      button.textContent = "Could not open: " + (err && err.message ? err.message : err);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
+}
+
+// The source windows as an open-text request carries them.
+function openTextSources(files) {
+  return files.map((f) => ({ label: f.label, first: f.first, lines: f.lines }));
+}
+
+// A whole long text of a tab (views/texts.py), fetched with the tab's `ctx.request`:
+// its header first, then its pieces.
+async function requestText(request, key) {
+  const header = await request({ textKey: key, chunk: -1 });
+  if (header.error) throw new Error(header.error);
+  const pieces = [];
+  for (let index = 0; index < header.chunks; index++) {
+    const piece = await request({ textKey: key, chunk: index });
+    if (piece.error) throw new Error(piece.error);
+    pieces.push(piece.text);
+  }
+  return { title: header.title, language: header.language, text: pieces.join(""),
+    sourceMap: header.sourceMap, sources: header.sources };
+}

@@ -31,9 +31,14 @@ function render({ model, el }) {
     pending.delete(msg.id);
   };
   model.on("msg:custom", onMessage);
-  const requester = (tab) => (body) => new Promise((resolve) => {
+  // A kernel that is gone never answers: such requests end with an error reply.
+  const requester = (tab) => (body, timeoutMs = 120000) => new Promise((resolve) => {
     const id = nextRequest++;
-    pending.set(id, resolve);
+    const timer = setTimeout(() => {
+      pending.delete(id);
+      resolve({ error: "the kernel did not answer (is it running?)" });
+    }, timeoutMs);
+    pending.set(id, (reply) => { clearTimeout(timer); resolve(reply); });
     model.send({ tab, id, body });
   });
   const bar = h("div", { class: "pl-tabs", role: "tablist" });

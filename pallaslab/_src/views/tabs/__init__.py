@@ -36,6 +36,9 @@ class Tab:
         order: Position among the tabs (lower first).
         respond: Answers the tab's requests from the front end (`ctx.request(body)`
             in JavaScript), for data too costly to send up front; None if it has none.
+        text: Returns one whole text of the tab by key (`{"title", "language",
+            "text", "sourceMap", "sources"}`), for texts too long to send inline
+            (see `views/texts.py`); None when the tab has none.
     """
 
     id: str
@@ -45,6 +48,7 @@ class Tab:
     eager: bool = True
     order: int = 50
     respond: Callable[[Inspection, dict[str, Any]], Payload] | None = None
+    text: Callable[[Inspection, str], dict[str, Any]] | None = None
 
 
 @functools.cache

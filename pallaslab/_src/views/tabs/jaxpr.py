@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+from pallaslab._src.views import texts
 from pallaslab._src.views.highlight import highlight_html
 from pallaslab._src.views.sourceview import source_files
 from pallaslab._src.views.tabs import Payload, Tab
@@ -35,33 +36,65 @@ def _views(inspection: Inspection) -> list[dict[str, Any]]:
     return views
 
 
+def _indexed_map(view: dict[str, Any], index: dict[str, int]) -> list[list[int]]:
+    return [
+        [line, index[file], source_line] for line, file, source_line in view["map"] if file in index
+    ]
+
+
 def payload(inspection: Inspection) -> Payload:
-    """The Jaxpr tab's data: texts plus (line, file index, source line) maps."""
+    """The Jaxpr tab's data: texts plus (line, file index, source line) maps.
+
+    Long jaxprs are clipped to `texts.INLINE_LINES` lines (`lines` says how many
+    there are); `text_of` sends one whole.
+    """
     files = source_files(inspection)
     index = {f.file: k for k, f in enumerate(files)}
-    views = [
-        {
-            "id": view["id"],
-            "title": view["title"],
-            "text": view["text"],
-            "map": [
-                [line, index[file], source_line]
-                for line, file, source_line in view["map"]
-                if file in index
-            ],
-        }
-        for view in _views(inspection)
-    ]
+    views = []
+    for view in _views(inspection):
+        text, source_map, lines = texts.clip(view["text"], _indexed_map(view, index))
+        views.append(
+            {
+                "id": view["id"],
+                "title": view["title"],
+                "text": text,
+                "map": source_map,
+                "lines": lines,
+            }
+        )
     return {"views": views, "files": [f.to_json() for f in files]}
+
+
+def text_of(inspection: Inspection, key: str) -> dict[str, Any]:
+    """One whole jaxpr (`key`: a view id) with its line map, for "Open in new tab"."""
+    files = source_files(inspection)
+    index = {f.file: k for k, f in enumerate(files)}
+    for view in _views(inspection):
+        if view["id"] == key:
+            return {
+                "title": f"jaxpr \u00b7 {view['title']}",
+                "language": "jaxpr",
+                "text": view["text"],
+                "sourceMap": _indexed_map(view, index),
+                "sources": [
+                    {"label": f.label, "first": f.first, "lines": list(f.lines)} for f in files
+                ],
+            }
+    raise KeyError(f"no jaxpr {key!r}")
 
 
 def static_html(inspection: Inspection) -> str:
     """The Jaxpr tab as HTML."""
     parts = []
     for view in _views(inspection):
-        body = "\n".join(highlight_html(line, "jaxpr") for line in view["text"].splitlines())
-        parts.append(f"<h4>{html.escape(view['title'])}</h4><pre class='pl-code'>{body}</pre>")
+        lines = view["text"].splitlines()
+        body = "\n".join(highlight_html(line, "jaxpr") for line in lines[: texts.INLINE_LINES])
+        more = len(lines) - texts.INLINE_LINES
+        note = f"<p class='pl-notice'>\u2026 and {more} more lines.</p>" if more > 0 else ""
+        parts.append(
+            f"<h4>{html.escape(view['title'])}</h4><pre class='pl-code'>{body}</pre>{note}"
+        )
     return "".join(parts) or "<p>No jaxpr.</p>"
 
 
-TAB = Tab("jaxpr", "Jaxpr", payload, static_html, order=30)
+TAB = Tab("jaxpr", "Jaxpr", payload, static_html, order=30, text=text_of)

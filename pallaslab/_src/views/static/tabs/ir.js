@@ -70,7 +70,8 @@ TABS.ir = {
       cache: new Map(), generation: 0,
     });
     // Lowerings and their text come from Python on request, piece by piece.
-    const ask = (message, reply) => ctx.request(message).then(reply);
+    const ask = (message, reply) => ctx.request(message).then((answer) =>
+      reply(answer.error ? { type: "failed", message: answer.error } : answer));
 
     const targets = data.targets;
     const kernelPicker = h("select", { class: "pl-picker", "aria-label": "kernel" },

@@ -1,0 +1,94 @@
+"""Long texts (jaxprs, IR) in the inspector: shown clipped, sent whole on demand.
+
+A kernel can lower to tens of thousands of lines. Drawn inline they would choke
+the page; kept in the widget's state they would travel in every state sync and
+sit in the notebook file (a 100k-line jaxpr made an 11 MB pane and 59 MB of static
+HTML), and a state message that the page sends back would hit Tornado's 10 MiB
+websocket limit. So a view shows the first `INLINE_LINES` lines; the whole text
+goes out only when asked for ("Open in new tab"), as a header message and chunks
+of at most `CHUNK_CHARS`, and saved notebooks keep at most `STATIC_TAB_CHARS` of
+each tab's static HTML.
+
+Fetching a whole text goes through the inspector's one request route
+(`ctx.request(body)` in JavaScript, `Inspector.request` in Python): first
+`{"textKey": k, "chunk": -1}`, answered with `header_reply`, then
+`{"textKey": k, "chunk": i}` for each piece, answered with `chunk_reply`.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+#: Lines a view draws inline; longer texts open whole in their own tab.
+INLINE_LINES = 3000
+#: Characters of text per message when a whole text is sent.
+CHUNK_CHARS = 1 << 20
+#: Characters of one tab's static HTML kept in saved notebooks.
+STATIC_TAB_CHARS = 2 << 20
+
+
+def clip(
+    text: str, source_map: Sequence[Sequence[int]], max_lines: int | None = None
+) -> tuple[str, list[list[int]], int]:
+    """The first `max_lines` lines of a text and the map entries that point into them.
+
+    Args:
+        text: The whole text.
+        source_map: Its [text line, file, source line] entries.
+        max_lines: Lines to keep (default `INLINE_LINES`).
+
+    Returns:
+        The shown text, its map entries and the text's total number of lines.
+    """
+    max_lines = INLINE_LINES if max_lines is None else max_lines
+    lines = text.split("\n")
+    total = len(lines)
+    if total <= max_lines:
+        return text, [list(entry) for entry in source_map], total
+    shown = "\n".join(lines[:max_lines])
+    return shown, [list(entry) for entry in source_map if entry[0] <= max_lines], total
+
+
+def chunks(text: str, size: int | None = None) -> list[str]:
+    """The text cut into pieces of at most `size` (default `CHUNK_CHARS`) characters."""
+    size = CHUNK_CHARS if size is None else size
+    return [text[start : start + size] for start in range(0, len(text), size)] or [""]
+
+
+def header_reply(detail: dict[str, Any]) -> dict[str, Any]:
+    """What a whole text is, and in how many pieces it comes (`chunk == -1`).
+
+    Args:
+        detail: `{"title", "language", "text", "sourceMap", "sources"}`.
+    """
+    return {
+        "title": detail.get("title", ""),
+        "language": detail.get("language", ""),
+        "sourceMap": detail.get("sourceMap", []),
+        "sources": detail.get("sources", []),
+        "chunks": len(chunks(str(detail["text"]))),
+    }
+
+
+def chunk_reply(detail: dict[str, Any], index: int) -> dict[str, Any]:
+    """Piece `index` of a whole text.
+
+    Raises:
+        IndexError: If the text has no such piece.
+    """
+    pieces = chunks(str(detail["text"]))
+    if not 0 <= index < len(pieces):
+        raise IndexError(f"the text has {len(pieces)} piece(s), not {index + 1}")
+    return {"index": index, "text": pieces[index]}
+
+
+def clip_html(body: str, title: str, limit: int | None = None) -> str:
+    """A tab's static HTML, or a note in its place when it is too large to save."""
+    if len(body) <= (STATIC_TAB_CHARS if limit is None else limit):
+        return body
+    return (
+        f"<p class='pl-notice'>The {html.escape(title)} tab is too large for a saved notebook "
+        f"({len(body) / (1 << 20):.1f} MiB of HTML); run the cell to see it live.</p>"
+    )
