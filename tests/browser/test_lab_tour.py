@@ -96,7 +96,8 @@ def test_hover_links_text_and_source_lines(tour, tab, text_line):
     pane = select_tab(tour.inspector, tab)
     panes = pane.locator(".pl-split > .pl-pane")
     source_pane, text_pane = panes.nth(0), panes.nth(1)
-    assert text_pane.locator(".pl-line[data-colour]").count() > 0, "no text line is linked"
+    # Lazy tabs (IR) lower and fetch their text on first view: wait for linked lines.
+    expect(text_pane.locator(".pl-line[data-colour]").first).to_be_visible(timeout=60_000)
 
     # Text -> source: the add lights up the kernel's add line.
     line = text_pane.locator(".pl-line[data-colour]", has_text=text_line).first
@@ -172,29 +173,37 @@ def test_open_text_in_a_new_tab(tour, tab, text_line):
 
 
 def test_scrub_the_tile_grid_moves_the_highlighted_blocks(tour):
-    # Issue 4's Tiles tab: scrubbing the program changes which blocks are lit. Written
-    # against the shared conventions (an <input type=range> scrubber, lit blocks marked
-    # .pl-active); the lead adjusts the selectors to the tab as merged.
+    # Scrubbing the program moves the lit block in every operand: the operand
+    # canvases say which element ranges they light (data-block), the tab root which
+    # program it shows (data-program) and how many blocks are lit (data-highlighted).
     require_tab(tour, "tiles")
     pane = select_tab(tour.inspector, "tiles")
-    scrubber = pane.locator('input[type="range"]').first
-    lit = pane.locator(".pl-active")
+    scrubber = pane.locator('input[data-role="scrub"]')
+    canvases = pane.locator("canvas[data-operand]")
+    expect(canvases.first).to_be_visible()
+    root = pane.locator("[data-highlighted]").first
 
     def lit_blocks() -> list[str]:
-        return lit.evaluate_all(
-            "nodes => nodes.map(n => n.getAttribute('data-block') || n.outerHTML)"
-        )
+        return canvases.evaluate_all("nodes => nodes.map(n => n.dataset.block || '')")
 
     scrubber.fill("0")
+    expect(root).to_have_attribute("data-program", "0")
     first = lit_blocks()
-    assert first, "no block is lit for program 0"
-    scrubber.fill("1")
-    expect(lit.first).to_be_visible()
-    assert lit_blocks() != first
+    assert all(first), f"a block of each operand is lit for program 0: {first}"
+    # Three operands (x, y, o) each light their block of program 0: elements 0..127.
+    assert int(root.get_attribute("data-highlighted")) == 3
+    assert first == ["0:128"] * 3
+    scrubber.fill("5")
+    expect(root).to_have_attribute("data-program", "5")
+    moved = lit_blocks()
+    assert moved == ["640:768"] * 3, moved
+    screenshot(tour.page, "lab-tour-tiles-scrubbed")
 
 
 def test_an_error_cell_names_its_line(tour):
-    text = tour.error.inner_text()
+    # text_content, not inner_text: JupyterLab does not render cells scrolled out of
+    # view, and earlier scenarios scroll.
+    text = tour.error.text_content()
     assert re.search(
         r"Cell line 3: Python .if. .*on a value that is only known when the kernel runs", text
     ), text

@@ -88,7 +88,7 @@ TABS.ir = {
     targetPicker.value = state.target;
     const stagePicker = h("select", { class: "pl-picker", "aria-label": "stage", hidden: true });
     const status = h("span", { class: "pl-hint" });
-    const openButton = h("button", { class: "pl-button", type: "button", text: "Open in new tab", hidden: true,
+    const openButton = h("button", { class: "pl-button pl-open-text", type: "button", text: "Open in new tab", hidden: true,
       title: "Open this text in a JupyterLab tab of its own" });
     const toolbar = h("div", { class: "pl-toolbar" }, "Kernel ", kernelPicker, " target ", targetPicker,
       stagePicker, openButton, status);
