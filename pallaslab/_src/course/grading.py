@@ -408,4 +408,7 @@ def _program_label(program: Program) -> str:
 
 
 def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:] if text else text
+    # "GPU race ..." stays as it is; "Your function ..." becomes "your function ...".
+    if len(text) > 1 and text[0].isupper() and text[1].islower():
+        return text[0].lower() + text[1:]
+    return text

@@ -26,11 +26,9 @@ def one_kernel() -> Requirement:
             return f"your function runs {count} Pallas kernels; this exercise wants one."
         outside = operations_outside_kernels(inspection)
         if outside:
-            return (
-                "your function computes outside the kernel: "
-                + ", ".join(f"`{name}`" for name in outside)
-                + " run(s) in XLA, not in your kernel."
-            )
+            names = ", ".join(f"`{name}`" for name in outside)
+            verb = "runs" if len(outside) == 1 else "run"
+            return f"your function computes outside the kernel: {names} {verb} in XLA."
         return ""
 
     return Requirement(
