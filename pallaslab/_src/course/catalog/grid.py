@@ -10,7 +10,10 @@ NOTEBOOK = "02_grid_and_blockspec"
 
 def _transposed_in_place(x, block=64):  # type: ignore[no-untyped-def]
     # Each (block, block) tile transposed where it stands: index maps left as (i, j).
+    # Only square arrays get that far: for others the input's blocks leave the array.
     rows, cols = x.shape
+    if rows != cols:
+        raise ValueError("defined for square arrays only")
     tiles = x.reshape(rows // block, block, cols // block, block)
     return tiles.transpose(0, 3, 2, 1).reshape(rows, cols)
 

@@ -1,0 +1,42 @@
+"""How nbval checks the course's notebooks.
+
+Outputs of cells tagged `nbval-check-output` are compared with the saved ones after the
+patterns in `sanitize.cfg` are applied (also when pytest is run without
+`--nbval-sanitize-with`). The saved outputs are those of a CPU run (kernels emulated);
+on a GPU or TPU the same cells run compiled kernels, so only errors are checked there.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SANITIZE = Path(__file__).with_name("sanitize.cfg")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    option = config.option
+    if getattr(option, "nbval_sanitize_with", None) is None and hasattr(
+        option, "nbval_sanitize_with"
+    ):
+        option.nbval_sanitize_with = str(SANITIZE)
+
+
+def _accelerator() -> str | None:
+    platforms = os.environ.get("JAX_PLATFORMS", "")
+    if platforms and set(platforms.split(",")) <= {"cpu"}:
+        return None
+    import jax
+
+    backend = jax.default_backend()
+    return None if backend == "cpu" else backend
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    notebook_cells = [item for item in items if type(item).__name__ == "IPyNbCell"]
+    if not notebook_cells or _accelerator() is None:
+        return
+    for item in notebook_cells:
+        item.options["check"] = False  # type: ignore[attr-defined]
