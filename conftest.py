@@ -18,6 +18,7 @@ SANITIZE = Path(__file__).parent / "tests" / "nbval-sanitize.cfg"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Sanitizes with tests/nbval-sanitize.cfg unless told otherwise."""
     option = config.option
     if getattr(option, "nbval_sanitize_with", None) is None and hasattr(
         option, "nbval_sanitize_with"
@@ -29,7 +30,7 @@ def _accelerator() -> str | None:
     platforms = os.environ.get("JAX_PLATFORMS", "")
     if platforms and set(platforms.split(",")) <= {"cpu"}:
         return None
-    import jax
+    import jax  # noqa: PLC0415 - only when a notebook may run on an accelerator
 
     try:
         backend = jax.default_backend()
@@ -39,6 +40,7 @@ def _accelerator() -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a GPU or TPU, saved outputs (a CPU run's) are not compared."""
     notebook_cells = [item for item in items if type(item).__name__ == "IPyNbCell"]
     if not notebook_cells or _accelerator() is None:
         return
