@@ -274,6 +274,15 @@ def test_wrong_output_shape():
     assert "the exercise expects shape (256,) but your function returns (128,)" in feedback.message
 
 
+def test_two_outputs_where_one_is_expected():
+    def both(x):
+        return _double(x), _double(x)
+
+    feedback = grade(_exercise(), both)
+    assert feedback.kind == "output-shape"
+    assert "the exercise expects 1 array(s) but your function returns 2" in feedback.message
+
+
 def test_edge_blocks_get_the_edge_hint():
     def floor_grid(x, block=128):
         return pl.pallas_call(

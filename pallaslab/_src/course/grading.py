@@ -370,9 +370,14 @@ def _case_summary(point: CheckPoint) -> str:
 
 
 def _as_student(problem: str) -> str:
-    return problem.replace("the program returns", "your function returns").replace(
-        "the reference has", "the exercise expects"
-    )
+    """A comparison's problem, worded for the student: "your function", "the exercise"."""
+    for said, meant in (
+        ("the program returns", "your function returns"),
+        ("the reference has", "the exercise expects"),
+        ("the reference gives", "the exercise expects"),
+    ):
+        problem = problem.replace(said, meant)
+    return problem
 
 
 def _race_notes(attempts: Sequence[_Attempt]) -> tuple[str, ...]:
