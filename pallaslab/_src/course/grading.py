@@ -310,8 +310,10 @@ def _matches(output: Callable[..., Any], attempt: _Attempt) -> bool:
 
 
 def _first_leak(leaks: Sequence[Leak]) -> Leak:
-    # Uninitialised memory explains more than padding when both are found.
-    order = ("uninitialized-output", "uninitialized-scratch", "never-written", "padding")
+    # The most specific cause first: an uninitialised scratch buffer also makes the
+    # output it flows into look uninitialised; uninitialised memory explains more than
+    # padding.
+    order = ("uninitialized-scratch", "uninitialized-output", "never-written", "padding")
     return min(leaks, key=lambda leak: order.index(leak.cause) if leak.cause in order else 9)
 
 
