@@ -5,6 +5,7 @@ In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
 `pallaslab.targets()`; `pallaslab.check(fn, ref, *args)`,
 `pallaslab.bench(fn, make_args, sizes, ref=...)`, `pallaslab.tune(build, space, *args)`.
 `pallaslab.emulate(fn)` runs every Pallas kernel in `fn` with pallaslab's fast CPU emulator.
+`pallaslab.exercise("04.k_loop", matmul)` checks an exercise of the course (`notebooks/`).
 """
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
@@ -22,6 +23,12 @@ from pallaslab._src.core.emulator import EmulationNotice as EmulationNotice
 from pallaslab._src.core.emulator import emulate as emulate
 from pallaslab._src.core.inspection import Inspection as Inspection
 from pallaslab._src.core.tracing import inspect as inspect
+from pallaslab._src.course import Feedback as Feedback
+from pallaslab._src.course import exercise as exercise
+from pallaslab._src.course import exercises as exercises
+from pallaslab._src.course import feedback as _feedback
+from pallaslab._src.geometry.merit import kernel_merit as kernel_merit
+from pallaslab._src.geometry.merit import on_chip as on_chip
 from pallaslab._src.geometry.tilemap import TileMap as TileMap
 from pallaslab._src.indexmap import IndexMap as IndexMap
 from pallaslab._src.lowered import Lowered as Lowered
@@ -98,6 +105,15 @@ def settings() -> Settings:
 def _jupyter_labextension_paths() -> list[dict[str, str]]:
     """Where the prebuilt JupyterLab extension is (for `jupyter labextension develop`)."""
     return [{"src": "labextension", "dest": "pallaslab"}]
+
+
+def _feedback_bundle(record: _Any, **kwargs: _Any) -> _Any:
+    from pallaslab._src.views.feedback import bundle  # noqa: PLC0415
+
+    return bundle(record, **kwargs)
+
+
+_feedback.register_renderer(_feedback_bundle)
 
 
 def load_ipython_extension(ipython: _Any) -> None:

@@ -452,6 +452,17 @@ def test_accumulating_without_zeroing_reads_the_uninitialized_output():
     assert "before writing it" in leak.detail
 
 
+def test_an_output_the_body_never_stores_into_is_named_as_such():
+    def kernel(x_ref, o_ref):
+        o_ref = 2 * x_ref[...]  # noqa: F841 - the beginner's mistake: rebinds the name
+
+    fn = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32))
+    args = running.example_arrays([corpus.f32(8)])
+    (leak,) = pallaslab.inspect(fn, *args).run(*args).leaks
+    assert leak.cause == "uninitialized-output"
+    assert leak.detail.startswith("The kernel never stores into o_ref")
+
+
 def test_output_elements_no_program_writes_are_reported():
     def kernel(x_ref, o_ref):
         o_ref[...] = x_ref[...]

@@ -270,6 +270,20 @@ def test_jaxpr_text_strips_locations_into_a_map():
         assert file.endswith("corpus.py") and source_line > 0
 
 
+def test_primitives_outside_kernels_skip_kernel_bodies_and_enter_jit():
+    case = corpus.blocked_add()
+
+    @jax.jit
+    def program(x, y):
+        return jnp.tanh(case.fn(x, y)) * 2
+
+    closed = jax.make_jaxpr(program)(*case.args)
+    found = jax_adapter.primitives_outside_kernels(closed)
+    assert "tanh" in found and "mul" in found
+    # The kernel body's `add` and the kernel itself are not "outside".
+    assert "add" not in found and "pallas_call" not in found
+
+
 def test_prefetch_values_are_evaluated_from_the_program():
     case = corpus.scalar_prefetch()
     inspection = pallaslab.inspect(case.fn, *case.args)

@@ -48,6 +48,9 @@ from pallaslab._src.core.jax_adapter.kernels import KernelSite as KernelSite
 from pallaslab._src.core.jax_adapter.kernels import find_kernel_sites as find_kernel_sites
 from pallaslab._src.core.jax_adapter.kernels import jaxpr_text as jaxpr_text
 from pallaslab._src.core.jax_adapter.kernels import kernel_from_site as kernel_from_site
+from pallaslab._src.core.jax_adapter.kernels import (
+    primitives_outside_kernels as primitives_outside_kernels,
+)
 from pallaslab._src.core.jax_adapter.lowering import KernelPayload as KernelPayload
 from pallaslab._src.core.jax_adapter.lowering import export_for_tpu as export_for_tpu
 from pallaslab._src.core.jax_adapter.lowering import kernel_avals as kernel_avals

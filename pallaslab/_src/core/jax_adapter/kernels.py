@@ -69,6 +69,28 @@ def _walk(
             _walk(sub, (*path, label), (*trail, eqn), sites)
 
 
+def primitives_outside_kernels(closed_jaxpr: Any) -> list[str]:
+    """The primitives a program runs outside its Pallas kernels, in program order.
+
+    Sub-programs (`jit`, `cond`, `scan` bodies ...) are entered; kernel bodies are not.
+    Each primitive is named once.
+    """
+    found: list[str] = []
+
+    def walk(jaxpr: Any) -> None:
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            if name == PALLAS_CALL or name in MESH_KERNELS:
+                continue
+            if name not in found:
+                found.append(name)
+            for sub in jax_core.jaxprs_in_params(eqn.params):
+                walk(sub)
+
+    walk(closed_jaxpr.jaxpr)
+    return found
+
+
 def _path_label(primitive: str, params: dict[str, Any]) -> str:
     inner = params.get("name")
     return f"{primitive}({inner})" if isinstance(inner, str) and inner else primitive

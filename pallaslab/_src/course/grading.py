@@ -1,0 +1,421 @@
+"""Checking a student's function against an exercise's hidden reference.
+
+On every case: trace the function (an error is explained with the line it points at),
+check it runs a Pallas kernel whose blocks lie in their arrays, run it (emulated on
+CPU, which also finds padding leaks and confirms races), and compare with the
+reference block by block. Then the first thing that is wrong decides the feedback:
+an error, the outputs' shapes, a known mistake, wrong blocks (with what the emulator
+found), an unmet requirement. The hint is as specific as what was found.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect as pyinspect
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from pallaslab._src.bench.check import CheckPoint, CheckResult, compare_located, materialize
+from pallaslab._src.core import running, tracing
+from pallaslab._src.core.diagnose import SourceNamer, diagnose
+from pallaslab._src.core.inspection import Inspection, Program
+from pallaslab._src.course import cells
+from pallaslab._src.course.feedback import CaseOutcome, Feedback
+from pallaslab._src.course.spec import Case, Exercise
+from pallaslab._src.geometry.blocks import stray_blocks
+from pallaslab._src.records import Leak, RunResult, TileMismatch, short_dtype
+
+_LEAK_HINTS = {
+    "padding": (
+        "An edge block hangs over the end of its array, and what lies past the end is "
+        "padding (NaN here): keep it out of the result. Mask the lanes past the end "
+        "(compare a `jax.lax.broadcasted_iota` with the array's size and use `jnp.where`, "
+        "or load with `mask=` and `other=`), or pick blocks that divide the array."
+    ),
+    "never-written": (
+        "No program writes some elements of the output: the grid must cover all of it. "
+        "`pl.cdiv(n, block)` programs cover n elements; `n // block` leaves the tail out."
+    ),
+    "uninitialized-output": (
+        "An output block is read before anything was written to it: an output ref starts "
+        "as garbage. Initialise it on the first step of the reduction "
+        "(`@pl.when(pl.program_id(axis) == 0)`) before adding to it."
+    ),
+    "uninitialized-scratch": (
+        "A scratch buffer is read before it is written: scratch starts as garbage. "
+        "Initialise it on the first step (`@pl.when(pl.program_id(axis) == 0)`)."
+    ),
+}
+
+_EDGE_HINT = (
+    "Your kernel is right where the size is a whole number of blocks and wrong where it "
+    "is not: the last block hangs over the end of the array. Cover the whole array "
+    "(`pl.cdiv`) and mask what lies past its end."
+)
+
+_PRECISION_HINT = (
+    "Your results are close to the reference but outside its tolerance: accumulate in "
+    "float32 (`preferred_element_type=jnp.float32` on `jnp.dot`, a float32 accumulator) "
+    "and cast once at the end."
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Attempt:
+    """One case, run: what the student's function gave and what was expected."""
+
+    label: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    inspection: Inspection
+    result: RunResult
+    point: CheckPoint
+
+    @property
+    def ok(self) -> bool:
+        return self.point.ok
+
+
+def grade(exercise: Exercise, fn: Any, *, name_source: SourceNamer | None = None) -> Feedback:
+    """Checks `fn` against the exercise on all its cases.
+
+    Args:
+        exercise: The exercise.
+        fn: The student's function; it takes the case's arguments.
+        name_source: Names source files in messages (default: notebook cells as
+            "Cell [5] line", other files by their name).
+
+    Returns:
+        The feedback: verdict, per-case outcomes, what is wrong and a hint.
+    """
+    namer = name_source or cells.name_source
+    base: dict[str, Any] = {"exercise": exercise.id, "title": exercise.title}
+    if not callable(fn):
+        return Feedback(
+            **base,
+            ok=False,
+            kind="not-callable",
+            message=(
+                f"Pass the function to check, as in `pallaslab.exercise({exercise.id!r}, "
+                f"my_function)`; this is a {type(fn).__name__}."
+            ),
+            hint=exercise.task,
+        )
+    attempts: list[_Attempt] = []
+    outcomes: list[CaseOutcome] = []
+    stopped: Feedback | None = None
+    for index, case in enumerate(exercise.cases):
+        stopped, attempt = _attempt(
+            exercise, case, index=index, fn=fn, namer=namer, outcomes=outcomes
+        )
+        if stopped is not None:
+            break
+        assert attempt is not None
+        attempts.append(attempt)
+        outcomes.append(CaseOutcome(attempt.label, attempt.ok, _case_summary(attempt.point)))
+    failing = [a for a in attempts if not a.ok]
+    if stopped is not None and not failing:
+        return stopped
+    points = tuple(a.point for a in attempts)
+    check = CheckResult(name=attempts[0].inspection.name, points=points, seed=exercise.seed)
+    base_fields: dict[str, Any] = {**base, "cases": tuple(outcomes), "check": check}
+    if failing:
+        # Wrong values on a simpler case explain more than a later case's error.
+        later = (stopped.message,) if stopped is not None else ()
+        feedback = _wrong(exercise, attempts, failing, base_fields)
+        return dataclasses.replace(feedback, notes=(*feedback.notes, *later))
+    for requirement in exercise.requirements:
+        problem = requirement.test(attempts[0].inspection)
+        if problem:
+            return Feedback(
+                **base_fields,
+                ok=False,
+                kind="requirement",
+                message=f"The values are right, but {_lower_first(problem)}",
+                hint=requirement.hint,
+                requirement=requirement.name,
+            )
+    return Feedback(**base_fields, ok=True, kind="solved", notes=_race_notes(attempts))
+
+
+def _attempt(
+    exercise: Exercise,
+    case: Case,
+    *,
+    index: int,
+    fn: Callable[..., Any],
+    namer: SourceNamer,
+    outcomes: list[CaseOutcome],
+) -> tuple[Feedback | None, _Attempt | None]:
+    """Runs one case: the attempt, or feedback when it cannot be compared."""
+    args, kwargs = materialize((tuple(case.make()), dict(case.kwargs)), exercise.seed + index)
+    label = case.label or _shapes_label(fn, args)
+    try:
+        program = tracing.trace_program(fn, args, kwargs)
+    except Exception as error:
+        return _error(exercise, error, namer, label, outcomes), None
+    label = case.label or _program_label(program)
+    inspection = Inspection.from_program(program)
+    early = _structure(
+        exercise,
+        inspection,
+        program=program,
+        args=args,
+        kwargs=kwargs,
+        label=label,
+        namer=namer,
+        outcomes=outcomes,
+    )
+    if early is not None:
+        return early, None
+    try:
+        result = running.run_program(program, args, kwargs)
+    except Exception as error:
+        return _error(exercise, error, namer, label, outcomes), None
+    expected = exercise.reference(*args, **kwargs)
+    leaves = program.dynamic_leaves(args, kwargs)
+    comparison = compare_located(result.values, expected, inspection, leaves=leaves)
+    point = CheckPoint(label, None, None, program.args, comparison, result, program=inspection.name)
+    return None, _Attempt(label, args, dict(kwargs), inspection, result, point)
+
+
+# -- before running -------------------------------------------------------------
+
+
+def _structure(
+    exercise: Exercise,
+    inspection: Inspection,
+    *,
+    program: Program,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    label: str,
+    namer: SourceNamer,
+    outcomes: list[CaseOutcome],
+) -> Feedback | None:
+    """Feedback when the traced program cannot be right whatever it computes."""
+    base: dict[str, Any] = {"exercise": exercise.id, "title": exercise.title}
+    if not inspection.kernels:
+        return Feedback(
+            **base,
+            ok=False,
+            kind="no-kernel",
+            message="Your function runs no Pallas kernel: the exercise is to write one.",
+            hint="Compute the result inside a kernel called with `pl.pallas_call`.",
+            cases=(*outcomes, CaseOutcome(label, False, "no Pallas kernel")),
+        )
+    from pallaslab._src.core import jax_adapter  # noqa: PLC0415
+
+    leaves = program.dynamic_leaves(args, kwargs)
+    for kernel, site in zip(inspection.kernels, program.sites, strict=True):
+        try:
+            prefetch = tuple(jax_adapter.prefetch_values(site, program, leaves))
+        except Exception:
+            prefetch = ()
+        for stray in stray_blocks(kernel, prefetch):
+            index_map = stray.operand.index_map
+            where = ""
+            if index_map is not None and index_map.source_file:
+                named = namer(index_map.source_file)
+                where = f"{named} {index_map.source_line}" if named else ""
+            return Feedback(
+                **base,
+                ok=False,
+                kind="out-of-bounds",
+                message=f"On {label}: in kernel {kernel.name}, {stray.describe()}",
+                hint=(
+                    "Every block needs at least one element inside its array: check the grid "
+                    "and the index map (it returns block indices, not element offsets)."
+                ),
+                location=where,
+                cases=(*outcomes, CaseOutcome(label, False, "a block lies outside its array")),
+            )
+    return None
+
+
+def _error(
+    exercise: Exercise,
+    error: BaseException,
+    namer: SourceNamer,
+    label: str,
+    outcomes: list[CaseOutcome],
+) -> Feedback:
+    diagnosis = diagnose(error, namer)
+    where = f"{diagnosis.label} {diagnosis.line}" if diagnosis.label and diagnosis.line else ""
+    return Feedback(
+        exercise=exercise.id,
+        title=exercise.title,
+        ok=False,
+        kind="error",
+        message=f"On {label}: " + (f"{where}: " if where else "") + diagnosis.summary,
+        hint=diagnosis.hint or exercise.hint,
+        location=where,
+        cases=(*outcomes, CaseOutcome(label, False, f"error: {diagnosis.kind}")),
+    )
+
+
+# -- wrong values ----------------------------------------------------------------
+
+
+def _wrong(
+    exercise: Exercise,
+    attempts: Sequence[_Attempt],
+    failing: Sequence[_Attempt],
+    base: dict[str, Any],
+) -> Feedback:
+    problem = next((a for a in failing if a.point.comparison and a.point.comparison.problem), None)
+    if problem is not None and problem.point.comparison is not None:
+        return Feedback(
+            **base,
+            ok=False,
+            kind="output-shape",
+            message=f"On {problem.label}: {_as_student(problem.point.comparison.problem)}.",
+            hint=(
+                "`out_shape` says what the kernel returns: one `jax.ShapeDtypeStruct` per "
+                "output, with the expected shape and dtype."
+            ),
+        )
+    for mistake in exercise.mistakes:
+        if all(_matches(mistake.output, a) for a in failing):
+            return Feedback(
+                **base, ok=False, kind="mistake", hint=mistake.hint, mistake=mistake.name
+            )
+    leaks = [leak for a in failing for leak in a.result.leaks]
+    races = [r for a in failing for r in a.result.race_checks if r.confirmed]
+    message, hint = "", exercise.hint
+    if leaks:
+        first = _first_leak(leaks)
+        message = first.describe(with_location=False)
+        hint = _LEAK_HINTS.get(first.cause, exercise.hint)
+    elif races:
+        message = races[0].describe()
+    elif len(failing) < len(attempts) and all(_edge_only(a) for a in failing):
+        hint = _EDGE_HINT
+    elif all(_close(a) for a in failing):
+        hint = _PRECISION_HINT
+    return Feedback(**base, ok=False, kind="wrong-values", message=message, hint=hint)
+
+
+def _matches(output: Callable[..., Any], attempt: _Attempt) -> bool:
+    """Whether the student's outputs are those of a known mistake on this case."""
+    try:
+        wrong = output(*attempt.args, **attempt.kwargs)
+    except Exception:
+        return False
+    comparison = running.compare(list(attempt.result.values), wrong)
+    return comparison.ok
+
+
+def _first_leak(leaks: Sequence[Leak]) -> Leak:
+    # The most specific cause first: an uninitialised scratch buffer also makes the
+    # output it flows into look uninitialised; uninitialised memory explains more than
+    # padding.
+    order = ("uninitialized-scratch", "uninitialized-output", "never-written", "padding")
+    return min(leaks, key=lambda leak: order.index(leak.cause) if leak.cause in order else 9)
+
+
+def _edge_only(attempt: _Attempt) -> bool:
+    """Whether only blocks at the far end of some dimension differ."""
+    comparison = attempt.point.comparison
+    if comparison is None:
+        return False
+    bad = [t for t in comparison.tiles if t.bad_tiles]
+    return bool(bad) and all(_at_far_edge(t) for t in bad)
+
+
+def _at_far_edge(tile: TileMismatch) -> bool:
+    counts = tile.tiles
+    uneven = [
+        d
+        for d, (size, block) in enumerate(zip(tile.shape, tile.tile_shape, strict=True))
+        if size % block
+    ]
+    if not uneven:
+        return False
+    return all(any(t[d] == counts[d] - 1 for d in uneven) for t in tile.bad_tiles)
+
+
+def _close(attempt: _Attempt) -> bool:
+    """Whether the outputs differ from the reference only by rounding."""
+    comparison = attempt.point.comparison
+    if comparison is None or comparison.problem or not math.isfinite(comparison.max_rel_err):
+        return False
+    has_nonfinite = any(t.nan_count or t.inf_count for t in comparison.tiles)
+    return not has_nonfinite and comparison.max_abs_err <= 50 * max(comparison.atol, 1e-30)
+
+
+def _case_summary(point: CheckPoint) -> str:
+    if point.ok:
+        return "ok"
+    comparison = point.comparison
+    if comparison is None:
+        return point.error or "could not be compared"
+    if comparison.problem:
+        return _as_student(comparison.problem)
+    parts = []
+    for tile in comparison.tiles:
+        if not (tile.bad_tiles or tile.nan_count or tile.inf_count):
+            continue
+        size = int(np.prod(tile.shape))
+        bad = int(tile.counts.sum())
+        where = f"{tile.pattern} of {tile.operand or tile.output}" if tile.pattern else tile.output
+        text = f"wrong in {where}: {bad} of {size} elements"
+        if tile.nan_count:
+            text += f", {tile.nan_count} NaN"
+        if tile.inf_count:
+            text += f", {tile.inf_count} Inf"
+        parts.append(text)
+    return "; ".join(parts) or f"{comparison.mismatched} elements differ"
+
+
+def _as_student(problem: str) -> str:
+    """A comparison's problem, worded for the student: "your function", "the exercise"."""
+    for said, meant in (
+        ("the program returns", "your function returns"),
+        ("the reference has", "the exercise expects"),
+        ("the reference gives", "the exercise expects"),
+    ):
+        problem = problem.replace(said, meant)
+    return problem
+
+
+def _race_notes(attempts: Sequence[_Attempt]) -> tuple[str, ...]:
+    notes = []
+    for attempt in attempts[:1]:
+        kernels = attempt.inspection.kernels
+        for check in attempt.result.race_checks:
+            if not check.confirmed or check.kernel_index >= len(kernels):
+                continue
+            backend = kernels[check.kernel_index].backend
+            targets = {"mosaic_tpu": "tpu", "triton": "gpu", "mosaic_gpu": "gpu"}.get(backend)
+            if targets is None or targets == check.backend:
+                notes.append(check.describe())
+    return tuple(notes)
+
+
+def _shapes_label(fn: Callable[..., Any], args: Sequence[Any]) -> str:
+    try:
+        names = list(pyinspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    shapes = []
+    for k, arg in enumerate(args):
+        if not hasattr(arg, "dtype"):
+            continue
+        text = f"{short_dtype(str(arg.dtype))}[{','.join(map(str, np.shape(arg)))}]"
+        shapes.append(f"{names[k]}: {text}" if k < len(names) else text)
+    return ", ".join(shapes) or "no arguments"
+
+
+def _program_label(program: Program) -> str:
+    return ", ".join(f"{spec.path}: {spec}" for spec in program.args) or "no arguments"
+
+
+def _lower_first(text: str) -> str:
+    # "GPU race ..." stays as it is; "Your function ..." becomes "your function ...".
+    if len(text) > 1 and text[0].isupper() and text[1].islower():
+        return text[0].lower() + text[1:]
+    return text
