@@ -87,11 +87,15 @@ def inspector(page: Any, index: int = 0, timeout: int = KERNEL_TIMEOUT_MS) -> An
     except Exception:
         screenshot(page, "no-inspector")
         raise
+    # JupyterLab does not render cells scrolled out of view (Run All ends at the last
+    # cell): bring the inspector back before anything reads it.
+    found.scroll_into_view_if_needed()
     return found
 
 
 def select_tab(inspector_: Any, tab_id: str, timeout: int = KERNEL_TIMEOUT_MS) -> Any:
     """Clicks an inspector tab and waits for its pane to be drawn (lazy tabs come from Python)."""
+    inspector_.scroll_into_view_if_needed()
     inspector_.locator(f'.pl-tab[data-tab="{tab_id}"]').click()
     pane = inspector_.locator(f'.pl-body[data-tab="{tab_id}"]')
     pane.wait_for()

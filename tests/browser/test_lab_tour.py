@@ -57,7 +57,8 @@ def test_run_all_shows_the_inspector(tour):
     expect(header.locator(".pl-title")).to_contain_text("add")
     expect(header.locator(".pl-pass")).to_contain_text("matches reference")
     expect(header).to_contain_text("cpu")
-    titles = tour.inspector.locator(".pl-tab").all_inner_texts()
+    tour.inspector.scroll_into_view_if_needed()
+    titles = tour.inspector.locator(".pl-tab").all_text_contents()
     assert [t for t in titles if t in {"Kernels", "Source", "Jaxpr", "Run"}] == [
         "Kernels",
         "Source",
