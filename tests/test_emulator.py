@@ -113,6 +113,52 @@ def test_scratch_that_carries_state_runs_in_order_along_non_parallel_axes(semant
     np.testing.assert_allclose(got, x @ y, rtol=1e-5, atol=1e-4)
 
 
+def _k_first_scratch_matmul():
+    # The reduction axis outermost: every (i, j) program shares one accumulator between
+    # k steps, so on a TPU (and in Pallas' interpreter) the blocks clobber each other,
+    # even though (i, j) are marked "parallel".
+    def kernel(x_ref, y_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros_like(acc_ref)
+
+        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
+        def _():
+            o_ref[...] = acc_ref[...]
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((64, 64), jnp.float32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=0,
+            grid=(4, 2, 2),
+            in_specs=[
+                pl.BlockSpec((32, 16), lambda k, i, j: (i, k)),
+                pl.BlockSpec((16, 32), lambda k, i, j: (k, j)),
+            ],
+            out_specs=pl.BlockSpec((32, 32), lambda k, i, j: (i, j)),
+            scratch_shapes=[pltpu.VMEM((32, 32), jnp.float32)],
+        ),
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("arbitrary", "parallel", "parallel")
+        ),
+    )
+
+
+def test_scratch_shared_across_axes_inside_a_sequential_one_is_not_batched():
+    # Batching (i, j) would give each program its own accumulator and hide the bug.
+    fn = _k_first_scratch_matmul()
+    x, y = running.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
+    (plan,) = plans_of(fn, x, y)
+    assert plan.batched == ()
+    assert "share one scratch buffer" in plan.describe()
+    got = pallaslab.emulate(fn)(x, y)
+    assert_identical(interpreted(fn)(x, y), got)
+    assert not np.allclose(got, x @ y, rtol=1e-3, atol=1e-2)  # wrong, as on a TPU
+
+
 def test_edge_blocks_integers_and_squeezed_dims_match_interpret_mode():
     def kernel(x_ref, n_ref, o_ref):
         o_ref[...] = x_ref[...] * 2 + n_ref[...]

@@ -197,6 +197,17 @@ def make_plan(call: adapter.KernelCall) -> Plan:
         for axis in range(len(call.grid)):
             if not parallel[axis]:
                 reasons.setdefault(axis, "scratch buffers carry state from program to program")
+        # A batched program gets a scratch buffer of its own. That matches running in
+        # grid order only when each batched index's programs come one after another,
+        # i.e. the axis lies outside every axis that runs in order: inside one, all its
+        # programs share one buffer between steps (row-major order).
+        for axis in range(len(call.grid)):
+            outer = [a for a in range(axis) if a in reasons]
+            if outer and axis not in reasons:
+                reasons[axis] = (
+                    f"its programs share one scratch buffer between steps of axis {outer[0]} "
+                    "(outside it, run in order)"
+                )
     sequential = tuple(a for a in range(len(call.grid)) if a in reasons)
     batched = tuple(a for a in range(len(call.grid)) if a not in reasons)
     return Plan(
