@@ -453,6 +453,27 @@ def test_tiling_rule_reported_at_the_blockspec(target):
     assert inspection.lower("triton").ok
 
 
+def test_without_libtpu_the_tiling_rule_still_comes_first(monkeypatch):
+    # The (8, 128) rule needs no libtpu: a machine without it still says what is
+    # wrong with the kernel, and only a kernel that passes learns what is missing.
+    import importlib.util
+
+    from pallaslab._src import targets
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        targets.importlib.util,
+        "find_spec",
+        lambda name, *a, **k: None if name == "libtpu" else find_spec(name, *a, **k),
+    )
+    bad = pallaslab.inspect(_bad_blocks(), S(16, 1024)).lower("tpu-compile:v5e")
+    assert bad.error.kind == "tiling"
+    fine = corpus.kacc_matmul()
+    missing = pallaslab.inspect(fine.fn, *fine.args).lower("tpu-compile:v5e")
+    assert missing.error.kind == "unavailable"
+    assert "pip install 'pallaslab[tpu]'" in missing.error.message
+
+
 def test_tpu_only_kernel_on_gpu_points_at_its_params():
     case = corpus.kacc_matmul()
     inspection = pallaslab.inspect(case.fn, *case.args)

@@ -113,6 +113,10 @@ class Lowerer:
     # -- dispatch ------------------------------------------------------------------
 
     def _lower(self, target: Target, kernel: Kernel | None) -> Lowered:
+        if target.kind == "tpu-compile" and kernel is not None:
+            # The (8, 128) rule needs no libtpu: what is wrong with the kernel comes
+            # before what is missing from the machine.
+            _check_tiling(kernel)
         reason = unavailable_reason(target)
         if reason:
             raise LoweringFailedError(LoweringError(reason, kind="unavailable"))
@@ -330,10 +334,7 @@ class Lowerer:
 
     def _tpu_compile(self, target: Target, kernel: Kernel) -> Lowered:
         chip = target.arch
-        problems = tpu_rules.tiling_problems(kernel)
-        if problems:
-            # Checked before compiling: the BlockSpec line says more than Mosaic can.
-            raise LoweringFailedError(tiling_error(problems))
+        _check_tiling(kernel)
         self._payload(kernel, "tpu", chip=chip)  # Pallas' own lowering errors first
 
         def export() -> bytes:
@@ -367,7 +368,7 @@ class Lowerer:
         resources = tpu_resources(
             kernel,
             chip,
-            problems,
+            (),  # _check_tiling passed: no tiling problems
             bundles=total,
             loop_body_bundles=loop or None,
             code_bytes=compiled.code_bytes,
@@ -612,3 +613,10 @@ def lowerer_for(program: Program) -> Lowerer:
         found = _LOWERERS[key] = Lowerer(program)
         weakref.finalize(program, _LOWERERS.pop, key, None)
     return found
+
+
+def _check_tiling(kernel: Kernel) -> None:
+    """Stops at the (8, 128) rule before compiling: the BlockSpec line says more than Mosaic."""
+    problems = tpu_rules.tiling_problems(kernel)
+    if problems:
+        raise LoweringFailedError(tiling_error(problems))
