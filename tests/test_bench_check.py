@@ -15,6 +15,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
 import pallaslab
+from pallaslab._src import closeness
 from pallaslab._src.bench import check as checking
 from pallaslab._src.bench import tiles
 from pallaslab._src.indexmap import IndexMap
@@ -145,7 +146,7 @@ def test_nan_and_inf_are_reported_as_such():
 
 
 def test_nan_in_both_output_and_reference_is_not_a_mismatch():
-    errors = tiles.element_errors(
+    errors = closeness.element_errors(
         np.array([np.nan, 1.0, np.inf]), np.array([np.nan, 1.0, np.inf]), 1e-5, 1e-5
     )
     assert not errors.bad.any() and errors.reference_nonfinite == 2 and errors.nan_count == 0
@@ -158,10 +159,10 @@ def test_tolerances_fit_the_dtype():
     # bf16 rounding passes in bf16 and fails when held to f32's tolerance.
     x = np.linspace(1, 2, 256, dtype=np.float32)
     rounded = x.astype(jnp.bfloat16)
-    assert not tiles.element_errors(
+    assert not closeness.element_errors(
         rounded.astype(np.float32), x, *checking.tolerance_for("bfloat16")
     ).bad.any()
-    assert tiles.element_errors(
+    assert closeness.element_errors(
         rounded.astype(np.float32), x, *checking.tolerance_for("float32")
     ).bad.any()
 
@@ -282,7 +283,9 @@ def test_bad_programs_match_brute_force_for_a_transposed_index_map(data):
     )
     operand: Operand = transpose.kernels[0].outputs[0]
     assert isinstance(operand.index_map, IndexMap)
-    errors = tiles.element_errors(mask.astype(np.float32), np.zeros(shape, np.float32), 0.0, 0.0)
+    errors = closeness.element_errors(
+        mask.astype(np.float32), np.zeros(shape, np.float32), 0.0, 0.0
+    )
     found = tiles.locate(errors, output="out", operand=operand, grid=(gi, gj))
     expected = tuple(
         (i, j)

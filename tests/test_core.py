@@ -200,3 +200,13 @@ def test_work_is_counted_from_the_kernel_body():
     # branch only zeroes the output (no arithmetic), so the count is exact.
     assert kacc.work.flops == 2 * 256**3 + 128 * 128 * 8
     assert kacc.work.exact
+
+
+def test_complex_outputs_are_compared_with_their_imaginary_parts():
+    from pallaslab._src.core.running import compare
+
+    out = np.array([1 + 1j, 2 + 0j], dtype=np.complex64)
+    assert compare([out], out).ok
+    wrong_imaginary = np.array([1 - 1j, 2 + 0j], dtype=np.complex64)
+    comparison = compare([out], wrong_imaginary)
+    assert not comparison.ok and comparison.mismatched == 1

@@ -15,6 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from pallaslab._src import closeness
 from pallaslab._src.bench import live, tiles
 from pallaslab._src.core import jax_adapter, running, tracing
 from pallaslab._src.core.inspection import Inspection, Program
@@ -217,7 +218,7 @@ def compare_located(
     located = []
     for k, (out, want) in enumerate(zip(outputs, references, strict=True)):
         default_rtol, default_atol = tolerance_for(str(out.dtype))
-        errors = tiles.element_errors(
+        errors = closeness.element_errors(
             out,
             want,
             default_rtol if rtol is None else rtol,
@@ -261,7 +262,7 @@ def _writers(inspection: Inspection, count: int) -> list[tuple[int, int] | None]
 
 
 def _locate(
-    errors: tiles.ElementErrors,
+    errors: closeness.ElementErrors,
     path: str,
     writer: tuple[int, int] | None,
     inspection: Inspection,

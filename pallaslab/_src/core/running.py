@@ -11,6 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from pallaslab._src.closeness import element_errors
 from pallaslab._src.core import checking, emulator, jax_adapter
 from pallaslab._src.core.inspection import Program
 from pallaslab._src.geometry import races as geometry
@@ -251,24 +252,10 @@ def compare(outputs: Sequence[np.ndarray], expected: Any) -> Comparison:
             return _mismatch(
                 f"the reference has dtype {want.dtype} but the program returns {out.dtype}{where}"
             )
-        rtol, atol_scale = tolerance_for(str(out.dtype))
-        got, ref = out.astype(np.float64), want.astype(np.float64)
-        finite_ref = np.abs(ref[np.isfinite(ref)])
-        atol = atol_scale * (float(finite_ref.max()) if finite_ref.size else 1.0)
-        diff = np.abs(got - ref)
-        both_nan = np.isnan(got) & np.isnan(ref)
-        same_inf = np.isinf(got) & (got == ref)
-        diff = np.where(both_nan | same_inf, 0.0, diff)
-        diff = np.where(np.isnan(diff), np.inf, diff)
-        bad = diff > atol + rtol * np.abs(np.nan_to_num(ref))
-        mismatched += int(bad.sum())
-        if diff.size:
-            max_abs = max(max_abs, float(diff.max()))
-            scale = np.abs(ref)
-            nonzero = scale > 0
-            if nonzero.any():
-                max_rel = max(max_rel, float((diff[nonzero] / scale[nonzero]).max()))
-        rtol_used, atol_used = max(rtol_used, rtol), max(atol_used, atol)
+        errors = element_errors(out, want, *tolerance_for(str(out.dtype)))
+        mismatched += int(errors.bad.sum())
+        max_abs, max_rel = max(max_abs, errors.max_abs_err), max(max_rel, errors.max_rel_err)
+        rtol_used, atol_used = max(rtol_used, errors.rtol), max(atol_used, errors.atol)
     return Comparison(
         ok=mismatched == 0,
         max_abs_err=max_abs,
