@@ -41,14 +41,9 @@ def one_kernel() -> Requirement:
 
 # Operations that move or relabel data without computing: a wrapper may use them
 # around its kernel (reshape an input, cast the result) and still be "one kernel".
-_BOOKKEEPING = frozenset(
+# Call-like primitives (jit, custom_vjp ...) only wrap what they call.
+_RELABELLING = frozenset(
     {
-        "pjit",
-        "jit",
-        "closed_call",
-        "core_call",
-        "custom_jvp_call",
-        "custom_vjp_call",
         "reshape",
         "squeeze",
         "expand_dims",
@@ -70,9 +65,8 @@ def operations_outside_kernels(inspection: Inspection) -> list[str]:
         return []
     if closed is None:
         return []
-    return [
-        name for name in jax_adapter.primitives_outside_kernels(closed) if name not in _BOOKKEEPING
-    ]
+    wrapping = _RELABELLING | jax_adapter.CALL_PRIMITIVES
+    return [name for name in jax_adapter.primitives_outside_kernels(closed) if name not in wrapping]
 
 
 def race_free(backend: str) -> Requirement:

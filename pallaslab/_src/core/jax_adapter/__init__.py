@@ -66,5 +66,6 @@ from pallaslab._src.core.jax_adapter.lowering import (
 from pallaslab._src.core.jax_adapter.lowering import module_text as module_text
 from pallaslab._src.core.jax_adapter.lowering import tpu_chip_known as tpu_chip_known
 from pallaslab._src.core.jax_adapter.outputs import output_writers as output_writers
+from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES as CALL_PRIMITIVES
 from pallaslab._src.core.jax_adapter.probes import MESH_KERNELS as MESH_KERNELS
 from pallaslab._src.core.jax_adapter.probes import feature_notice as feature_notice
