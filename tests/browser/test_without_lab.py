@@ -7,6 +7,7 @@ Colab) they render. The lab extension only adds what JupyterLab alone can do
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 
@@ -43,6 +44,8 @@ def check_live_inspector(page, found):
 
 
 def test_notebook7_renders_the_inspector(jupyter, new_page):
+    if importlib.util.find_spec("notebook") is None:
+        pytest.fail("Notebook 7 is not installed: pip install -e '.[test]' brings it")
     shutil.copy(jupyter.root / "00_tour.ipynb", jupyter.root / "tour_notebook7.ipynb")
     page = new_page()
     open_in_notebook7(page, jupyter, "tour_notebook7.ipynb")
