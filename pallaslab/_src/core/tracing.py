@@ -88,7 +88,7 @@ def trace_program(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str,
         ),
         example_args=tuple(dynamic_leaves),
         sites=tuple(jax_adapter.find_kernel_sites(closed)),
-        jitted=jax.jit(flat_fn),
+        jitted=jax.jit(flat_fn, **_run_options()),
         split=split,
         rebuild=rebuild,
     )
@@ -132,3 +132,16 @@ def _argument_paths(
             head = str(key.key)
         paths.append(head + tail)
     return [p for p, d in zip(paths, dynamic, strict=True) if d]
+
+
+def _run_options() -> dict[str, Any]:
+    """How the program pallaslab runs is compiled.
+
+    On CPU a run is one call of the emulated program, where compiling is most of the
+    wait: XLA's level-1 backend optimisation compiles the seed matmul's ~20% faster
+    than the default for the same run time (benchmarks/inspector_latency.py). The
+    timing harness compiles its own copy at full optimisation.
+    """
+    if jax.default_backend() == "cpu":
+        return {"compiler_options": {"xla_backend_optimization_level": 1}}
+    return {}
