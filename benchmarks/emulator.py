@@ -59,7 +59,7 @@ def seed_matmul(interpret: bool, bm: int = 128, bn: int = 128, bk: int = 32) -> 
             k_idx = pl.dslice(t * bk, bk)
             a_tile = pltriton.load(a_ref.at[:, k_idx])
             b_tile = pltriton.load(b_ref.at[k_idx, :])
-            return acc + pl.dot(a_tile, b_tile).astype(jnp.float32)
+            return acc + pltriton.dot(a_tile, b_tile).astype(jnp.float32)
 
         acc = jax.lax.fori_loop(0, num_k_tiles, body, acc)
         pltriton.store(c_ref, acc.astype(c_ref.dtype))
