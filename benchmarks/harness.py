@@ -2,9 +2,9 @@
 
 CPU (default): pallaslab's harness (`pallaslab.measure`: AOT compile apart, warm-up,
 `block_until_ready`, repetitions until the median is stable) against `timeit` on the
-very same compiled callable, for plain XLA programs and a Pallas kernel in interpret
-mode. Both numbers are printed with their difference. (CPU interpret timings say
-nothing about GPU/TPU speed; this checks the harness, not the kernel.)
+very same compiled callable, for plain XLA programs and a Pallas kernel run as on CPU
+(emulated). Both numbers are printed with their difference. (CPU timings say nothing
+about GPU/TPU speed; this checks the harness, not the kernel.)
 
 GPU (`--gpu`, on a machine with an NVIDIA GPU, torch and triton): the seed matmul (bf16,
 Triton backend, 128x128x32 blocks, 8 warps, 3 stages) at 1024, 2048, 4096 and 8192, a
@@ -69,7 +69,7 @@ def cpu_cases():
     a256 = jax.random.normal(key, (256, 256), jnp.float32)
     yield "XLA matmul 512^2 f32", jnp.dot, (a512, a512)
     yield "XLA exp(x)+1, 1M f32", lambda x: jnp.exp(x) + 1, (v,)
-    yield "Pallas seed matmul 256^3 f32 (interpret)", seed.fn, (a256, a256)
+    yield "Pallas seed matmul 256^3 f32 (emulated)", seed.fn, (a256, a256)
 
 
 def cpu_main(rounds: int = 21) -> int:
