@@ -42,46 +42,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
-from jax.experimental.pallas import triton as pltriton
 from jax.experimental.pallas.ops.gpu import softmax as gpu_softmax
 
 import pallaslab
+from tests import corpus
 
 GOAL_VS_INTERPRET = 10.0
 GOAL_VS_JNP = 3.0
 
 
 def seed_matmul(interpret: bool, bm: int = 128, bn: int = 128, bk: int = 32) -> Callable[..., Any]:
-    def kernel(a_ref, b_ref, c_ref, *, num_k_tiles):
-        acc = jnp.zeros((bm, bn), dtype=jnp.float32)
-
-        def body(t, acc):
-            k_idx = pl.dslice(t * bk, bk)
-            a_tile = pltriton.load(a_ref.at[:, k_idx])
-            b_tile = pltriton.load(b_ref.at[k_idx, :])
-            return acc + pltriton.dot(a_tile, b_tile).astype(jnp.float32)
-
-        acc = jax.lax.fori_loop(0, num_k_tiles, body, acc)
-        pltriton.store(c_ref, acc.astype(c_ref.dtype))
-
-    @jax.jit
-    def matmul(a, b):
-        m, k = a.shape
-        _, n = b.shape
-        return pl.pallas_call(
-            functools.partial(kernel, num_k_tiles=pl.cdiv(k, bk)),
-            out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
-            grid=(pl.cdiv(m, bm), pl.cdiv(n, bn)),
-            in_specs=[
-                pl.BlockSpec((bm, k), lambda i, j: (i, 0)),
-                pl.BlockSpec((k, bn), lambda i, j: (0, j)),
-            ],
-            out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
-            compiler_params=pltriton.CompilerParams(num_warps=8, num_stages=3),
-            interpret=interpret,
-        )(a, b)
-
-    return matmul
+    return corpus.make_seed_matmul(bm, bn, bk, num_warps=8, interpret=interpret)
 
 
 def kacc_matmul(interpret: bool, block: int = 128) -> Callable[..., Any]:

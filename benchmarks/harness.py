@@ -20,7 +20,6 @@ Run: python benchmarks/harness.py            # CPU
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import statistics
 import sys
@@ -119,39 +118,14 @@ def cpu_main(rounds: int = 21) -> int:
 
 def seed_matmul(block_m=128, block_n=128, block_k=32, *, num_warps=8, num_stages=3, gelu=False):
     """Seed 002's matmul (Triton backend); with `gelu`, the activation fused before the store."""
-    from jax.experimental import pallas as pl
-    from jax.experimental.pallas import triton as pltriton
-
-    def kernel(a_ref, b_ref, c_ref, *, num_k_tiles):
-        acc = jnp.zeros((block_m, block_n), jnp.float32)
-
-        def body(t, acc):
-            k = pl.ds(t * block_k, block_k)
-            a, b = pltriton.load(a_ref.at[:, k]), pltriton.load(b_ref.at[k, :])
-            return acc + pltriton.dot(a, b).astype(jnp.float32)
-
-        acc = jax.lax.fori_loop(0, num_k_tiles, body, acc)
-        if gelu:
-            acc = jax.nn.gelu(acc)
-        pltriton.store(c_ref, acc.astype(c_ref.dtype))
-
-    @jax.jit
-    def matmul(a, b):
-        m, k = a.shape
-        _, n = b.shape
-        return pl.pallas_call(
-            functools.partial(kernel, num_k_tiles=pl.cdiv(k, block_k)),
-            out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
-            grid=(pl.cdiv(m, block_m), pl.cdiv(n, block_n)),
-            in_specs=[
-                pl.BlockSpec((block_m, k), lambda i, j: (i, 0)),
-                pl.BlockSpec((k, block_n), lambda i, j: (0, j)),
-            ],
-            out_specs=pl.BlockSpec((block_m, block_n), lambda i, j: (i, j)),
-            compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
-        )(a, b)
-
-    return matmul
+    return corpus.make_seed_matmul(
+        block_m,
+        block_n,
+        block_k,
+        num_warps=num_warps,
+        num_stages=num_stages,
+        epilogue=jax.nn.gelu if gelu else None,
+    )
 
 
 def jnp_matmul(a, b):

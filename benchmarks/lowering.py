@@ -33,12 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
-from jax.experimental.pallas import triton as pltriton
 from jax.experimental.pallas.ops.gpu import hopper_matmul_mgpu
 from jax.experimental.pallas.ops.tpu import matmul as tpu_matmul
 
 import pallaslab
+from tests import corpus
 
 SIZE = 1024
 BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 32
@@ -50,35 +49,9 @@ CACHED_GOAL_MS = 10.0
 
 def seed_matmul() -> Callable[..., Any]:
     """The seed 002 kernel, made afresh (new objects: nothing in JAX's caches)."""
-
-    def _matmul_kernel(a_ref, b_ref, c_ref, *, num_k_tiles):
-        acc = jnp.zeros((BLOCK_M, BLOCK_N), dtype=jnp.float32)
-
-        def body(t, acc):
-            k_idx = pl.dslice(t * BLOCK_K, BLOCK_K)
-            a_tile = pltriton.load(a_ref.at[:, k_idx])
-            b_tile = pltriton.load(b_ref.at[k_idx, :])
-            return acc + pltriton.dot(a_tile, b_tile).astype(jnp.float32)
-
-        acc = jax.lax.fori_loop(0, num_k_tiles, body, acc)
-        pltriton.store(c_ref, acc.astype(c_ref.dtype))
-
-    def matmul(a, b):
-        m, k = a.shape
-        _, n = b.shape
-        return pl.pallas_call(
-            functools.partial(_matmul_kernel, num_k_tiles=pl.cdiv(k, BLOCK_K)),
-            out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
-            grid=(pl.cdiv(m, BLOCK_M), pl.cdiv(n, BLOCK_N)),
-            in_specs=[
-                pl.BlockSpec((BLOCK_M, k), lambda i, j: (i, 0)),
-                pl.BlockSpec((k, BLOCK_N), lambda i, j: (0, j)),
-            ],
-            out_specs=pl.BlockSpec((BLOCK_M, BLOCK_N), lambda i, j: (i, j)),
-            compiler_params=pltriton.CompilerParams(num_warps=NUM_WARPS, num_stages=NUM_STAGES),
-        )(a, b)
-
-    return matmul
+    return corpus.make_seed_matmul(
+        BLOCK_M, BLOCK_N, BLOCK_K, num_warps=NUM_WARPS, num_stages=NUM_STAGES
+    )
 
 
 def _operands() -> list[jax.ShapeDtypeStruct]:

@@ -85,17 +85,30 @@ def blocked_add() -> Case:
 BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32
 
 
-def seed_matmul(m: int = 256, n: int = 256, k: int = 128, dtype: Any = jnp.float32) -> Case:
+def make_seed_matmul(
+    block_m: int = BLOCK_M,
+    block_n: int = BLOCK_N,
+    block_k: int = BLOCK_K,
+    *,
+    num_warps: int = 4,
+    num_stages: int = 3,
+    epilogue: Callable[[Any], Any] | None = None,
+    interpret: bool = False,
+) -> Callable[..., Any]:
+    """The seed tutorial's matmul (002), jitted, for any blocks (and a fused epilogue)."""
+
     def _matmul_kernel(a_ref, b_ref, c_ref, *, num_k_tiles):
-        acc = jnp.zeros((BLOCK_M, BLOCK_N), dtype=jnp.float32)
+        acc = jnp.zeros((block_m, block_n), dtype=jnp.float32)
 
         def body(t, acc):
-            k_idx = pl.dslice(t * BLOCK_K, BLOCK_K)
+            k_idx = pl.dslice(t * block_k, block_k)
             a_tile = pltriton.load(a_ref.at[:, k_idx])
             b_tile = pltriton.load(b_ref.at[k_idx, :])
             return acc + pltriton.dot(a_tile, b_tile).astype(jnp.float32)
 
         acc = jax.lax.fori_loop(0, num_k_tiles, body, acc)
+        if epilogue is not None:
+            acc = epilogue(acc)
         pltriton.store(c_ref, acc.astype(c_ref.dtype))
 
     @jax.jit
@@ -103,21 +116,26 @@ def seed_matmul(m: int = 256, n: int = 256, k: int = 128, dtype: Any = jnp.float
         m_, k_ = a.shape
         _, n_ = b.shape
         return pl.pallas_call(
-            functools.partial(_matmul_kernel, num_k_tiles=pl.cdiv(k_, BLOCK_K)),
+            functools.partial(_matmul_kernel, num_k_tiles=pl.cdiv(k_, block_k)),
             out_shape=jax.ShapeDtypeStruct((m_, n_), a.dtype),
-            grid=(pl.cdiv(m_, BLOCK_M), pl.cdiv(n_, BLOCK_N)),
+            grid=(pl.cdiv(m_, block_m), pl.cdiv(n_, block_n)),
             in_specs=[
-                pl.BlockSpec((BLOCK_M, k_), lambda i, j: (i, 0)),
-                pl.BlockSpec((k_, BLOCK_N), lambda i, j: (0, j)),
+                pl.BlockSpec((block_m, k_), lambda i, j: (i, 0)),
+                pl.BlockSpec((k_, block_n), lambda i, j: (0, j)),
             ],
-            out_specs=pl.BlockSpec((BLOCK_M, BLOCK_N), lambda i, j: (i, j)),
-            compiler_params=pltriton.CompilerParams(num_warps=4, num_stages=3),
+            out_specs=pl.BlockSpec((block_m, block_n), lambda i, j: (i, j)),
+            compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
+            interpret=interpret,
         )(a, b)
 
+    return matmul
+
+
+def seed_matmul(m: int = 256, n: int = 256, k: int = 128, dtype: Any = jnp.float32) -> Case:
     spec = lambda *s: jax.ShapeDtypeStruct(s, dtype)  # noqa: E731
     return Case(
         "seed_matmul",
-        matmul,
+        make_seed_matmul(),
         (spec(m, k), spec(k, n)),
         lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32).astype(dtype),
         (

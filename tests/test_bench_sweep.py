@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 
 import jax
@@ -11,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import triton as pltriton
 
 import pallaslab
 from pallaslab._src import hardware
@@ -301,34 +299,7 @@ def test_work_prefers_the_declared_cost_estimate():
 
 
 def build_matmul(BLOCK_M, BLOCK_N, BLOCK_K=32):  # noqa: N803 - the names being tuned
-    def kernel(a_ref, b_ref, c_ref, *, num_k_tiles):
-        acc = jnp.zeros((BLOCK_M, BLOCK_N), jnp.float32)
-
-        def body(t, acc):
-            k = pl.ds(t * BLOCK_K, BLOCK_K)
-            a, b = pltriton.load(a_ref.at[:, k]), pltriton.load(b_ref.at[k, :])
-            return acc + pltriton.dot(a, b).astype(jnp.float32)
-
-        acc = jax.lax.fori_loop(0, num_k_tiles, body, acc)
-        pltriton.store(c_ref, acc.astype(c_ref.dtype))
-
-    @jax.jit
-    def matmul(a, b):
-        m, k = a.shape
-        _, n = b.shape
-        return pl.pallas_call(
-            functools.partial(kernel, num_k_tiles=pl.cdiv(k, BLOCK_K)),
-            out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
-            grid=(pl.cdiv(m, BLOCK_M), pl.cdiv(n, BLOCK_N)),
-            in_specs=[
-                pl.BlockSpec((BLOCK_M, k), lambda i, j: (i, 0)),
-                pl.BlockSpec((k, BLOCK_N), lambda i, j: (0, j)),
-            ],
-            out_specs=pl.BlockSpec((BLOCK_M, BLOCK_N), lambda i, j: (i, j)),
-            compiler_params=pltriton.CompilerParams(num_warps=4, num_stages=3),
-        )(a, b)
-
-    return matmul
+    return corpus.make_seed_matmul(BLOCK_M, BLOCK_N, BLOCK_K)
 
 
 SPACE = {"BLOCK_M": [32, 64], "BLOCK_N": [64, 48]}
