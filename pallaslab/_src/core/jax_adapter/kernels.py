@@ -17,7 +17,7 @@ from pallaslab._src.core.jax_adapter.probes import (
     source_info_util,
 )
 from pallaslab._src.core.jax_adapter.work import count_work
-from pallaslab._src.records import CostEstimate, Kernel, KernelWork, Operand, SourceLocation
+from pallaslab._src.records import CostEstimate, Kernel, KernelWork, Operand, Role, SourceLocation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,17 +118,12 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
     operands: list[Operand] = []
     for k, aval in enumerate(prefetch_avals):
         operands.append(
-            Operand(
+            _whole_buffer(
+                aval,
                 position=k,
                 role="in",
                 name=prefetch_names[k] if k < len(prefetch_names) else "",
                 origin=f"scalar_prefetch[{k}]",
-                shape=tuple(aval.shape),
-                dtype=str(aval.dtype),
-                block_shape=tuple(aval.shape),
-                block_kinds=("full",) * len(aval.shape),
-                index_map=None,
-                memory_space=_memory_space_name(aval),
                 scalar_prefetch=True,
             )
         )
@@ -165,19 +160,13 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
     first_scratch = num_prefetch + len(grid_mapping.block_mappings)
     for k, aval in enumerate(grid_mapping.scratch_avals):
         position = first_scratch + k
-        shape = tuple(getattr(aval, "shape", ()))
         operands.append(
-            Operand(
+            _whole_buffer(
+                aval,
                 position=position,
                 role="scratch",
                 name=arg_names[position] if position < len(arg_names) else "",
                 origin=f"scratch[{k}]",
-                shape=shape,
-                dtype=_dtype_name(aval),
-                block_shape=shape,
-                block_kinds=("full",) * len(shape),
-                index_map=None,
-                memory_space=_memory_space_name(aval),
             )
         )
 
@@ -235,10 +224,9 @@ def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
     arg_names = _arg_names(debug, len(body.invars))
     operands = []
     for position, var in enumerate(body.invars):
-        aval = var.aval
-        shape = tuple(getattr(aval, "shape", ()))
         operands.append(
-            Operand(
+            _whole_buffer(
+                var.aval,
                 position=position,
                 role="in" if position < num_inputs else "out",
                 name=arg_names[position] if position < len(arg_names) else "",
@@ -247,28 +235,12 @@ def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
                     if position < num_inputs
                     else f"outputs[{position - num_inputs}]"
                 ),
-                shape=shape,
-                dtype=_dtype_name(aval),
-                block_shape=shape,
-                block_kinds=("full",) * len(shape),
-                index_map=None,
-                memory_space=_memory_space_name(aval),
             )
         )
     for k, aval in enumerate(_scoped_allocations(body)):
-        shape = tuple(getattr(aval, "shape", ()))
         operands.append(
-            Operand(
-                position=len(operands),
-                role="scratch",
-                name="",
-                origin=f"scratch[{k}]",
-                shape=shape,
-                dtype=_dtype_name(aval),
-                block_shape=shape,
-                block_kinds=("full",) * len(shape),
-                index_map=None,
-                memory_space=_memory_space_name(aval),
+            _whole_buffer(
+                aval, position=len(operands), role="scratch", name="", origin=f"scratch[{k}]"
             )
         )
     text, source_map = jaxpr_text(body)
@@ -289,6 +261,32 @@ def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
         compiler_params=_params_fields(compiler_params),
         path=site.path,
         work=_work(body, grid),
+    )
+
+
+def _whole_buffer(
+    aval: Any,
+    *,
+    position: int,
+    role: Role,
+    name: str,
+    origin: str,
+    scalar_prefetch: bool = False,
+) -> Operand:
+    """An operand the kernel sees whole (scratch, scalar prefetch, a mesh kernel's refs)."""
+    shape = tuple(getattr(aval, "shape", ()))
+    return Operand(
+        position=position,
+        role=role,
+        name=name,
+        origin=origin,
+        shape=shape,
+        dtype=_dtype_name(aval),
+        block_shape=shape,
+        block_kinds=("full",) * len(shape),
+        index_map=None,
+        memory_space=_memory_space_name(aval),
+        scalar_prefetch=scalar_prefetch,
     )
 
 
