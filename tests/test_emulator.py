@@ -68,29 +68,37 @@ def test_plans_batch_independent_axes_and_scan_revisited_ones():
     assert "8 programs at once" in add.describe()
 
 
-def _scratch_matmul(semantics):
+def _scratch_matmul(semantics, k_axis=2):
+    """A matmul accumulating in a VMEM scratch buffer, its reduction on grid axis `k_axis`."""
+
+    def ijk(*g):  # the grid indices as (i, j, k), wherever k sits in the grid
+        i, j = (x for a, x in enumerate(g) if a != k_axis)
+        return i, j, g[k_axis]
+
     def kernel(x_ref, y_ref, o_ref, acc_ref):
-        @pl.when(pl.program_id(2) == 0)
+        @pl.when(pl.program_id(k_axis) == 0)
         def _():
             acc_ref[...] = jnp.zeros_like(acc_ref)
 
         acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
 
-        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+        @pl.when(pl.program_id(k_axis) == pl.num_programs(k_axis) - 1)
         def _():
             o_ref[...] = acc_ref[...]
 
+    grid = [2, 2]
+    grid.insert(k_axis, 4)
     return pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((64, 64), jnp.float32),
         grid_spec=pltpu.PrefetchScalarGridSpec(
             num_scalar_prefetch=0,
-            grid=(2, 2, 4),
+            grid=tuple(grid),
             in_specs=[
-                pl.BlockSpec((32, 16), lambda i, j, k: (i, k)),
-                pl.BlockSpec((16, 32), lambda i, j, k: (k, j)),
+                pl.BlockSpec((32, 16), lambda *g: (ijk(*g)[0], ijk(*g)[2])),
+                pl.BlockSpec((16, 32), lambda *g: (ijk(*g)[2], ijk(*g)[1])),
             ],
-            out_specs=pl.BlockSpec((32, 32), lambda i, j, k: (i, j)),
+            out_specs=pl.BlockSpec((32, 32), lambda *g: ijk(*g)[:2]),
             scratch_shapes=[pltpu.VMEM((32, 32), jnp.float32)],
         ),
         compiler_params=pltpu.CompilerParams(dimension_semantics=semantics),
@@ -113,43 +121,12 @@ def test_scratch_that_carries_state_runs_in_order_along_non_parallel_axes(semant
     np.testing.assert_allclose(got, x @ y, rtol=1e-5, atol=1e-4)
 
 
-def _k_first_scratch_matmul():
+def test_scratch_shared_across_axes_inside_a_sequential_one_is_not_batched():
     # The reduction axis outermost: every (i, j) program shares one accumulator between
     # k steps, so on a TPU (and in Pallas' interpreter) the blocks clobber each other,
-    # even though (i, j) are marked "parallel".
-    def kernel(x_ref, y_ref, o_ref, acc_ref):
-        @pl.when(pl.program_id(0) == 0)
-        def _():
-            acc_ref[...] = jnp.zeros_like(acc_ref)
-
-        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
-
-        @pl.when(pl.program_id(0) == pl.num_programs(0) - 1)
-        def _():
-            o_ref[...] = acc_ref[...]
-
-    return pl.pallas_call(
-        kernel,
-        out_shape=jax.ShapeDtypeStruct((64, 64), jnp.float32),
-        grid_spec=pltpu.PrefetchScalarGridSpec(
-            num_scalar_prefetch=0,
-            grid=(4, 2, 2),
-            in_specs=[
-                pl.BlockSpec((32, 16), lambda k, i, j: (i, k)),
-                pl.BlockSpec((16, 32), lambda k, i, j: (k, j)),
-            ],
-            out_specs=pl.BlockSpec((32, 32), lambda k, i, j: (i, j)),
-            scratch_shapes=[pltpu.VMEM((32, 32), jnp.float32)],
-        ),
-        compiler_params=pltpu.CompilerParams(
-            dimension_semantics=("arbitrary", "parallel", "parallel")
-        ),
-    )
-
-
-def test_scratch_shared_across_axes_inside_a_sequential_one_is_not_batched():
-    # Batching (i, j) would give each program its own accumulator and hide the bug.
-    fn = _k_first_scratch_matmul()
+    # even though (i, j) are marked "parallel". Batching (i, j) would give each program
+    # its own accumulator and hide the bug.
+    fn = _scratch_matmul(("arbitrary", "parallel", "parallel"), k_axis=0)
     x, y = running.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
     (plan,) = plans_of(fn, x, y)
     assert plan.batched == ()
