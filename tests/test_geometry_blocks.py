@@ -8,38 +8,14 @@ from hypothesis import strategies as st
 
 from pallaslab._src import indexmap as ix
 from pallaslab._src.geometry.blocks import block_starts, grid_indices, stray_blocks
-from pallaslab._src.records import Kernel, Operand
+from tests import records
 
 
 def operand(shape, block, outputs, kinds=None, names=("i",)):
-    index_map = ix.IndexMap(tuple(names), len(names), tuple(outputs), "")
-    return Operand(
-        position=0,
-        role="in",
-        name="x_ref",
-        origin="args[0]",
-        shape=tuple(shape),
-        dtype="float32",
-        block_shape=tuple(block),
-        block_kinds=tuple(kinds or ["blocked"] * len(block)),
-        index_map=index_map,
-        memory_space="default",
-    )
+    return records.operand(shape, block, outputs, kinds=kinds, names=names, name="x_ref")
 
 
-def kernel(grid, *operands):
-    return Kernel(
-        index=0,
-        name="k",
-        kind="pallas_call",
-        grid=tuple(grid),
-        grid_names=None,
-        operands=tuple(operands),
-        jaxpr="",
-        jaxpr_source_map=(),
-        source=None,
-        call_site=None,
-    )
+kernel = records.kernel
 
 
 def test_block_starts_scale_block_indices_by_block_size():

@@ -11,40 +11,28 @@ from hypothesis import strategies as st
 
 from pallaslab._src import indexmap as ix
 from pallaslab._src.geometry import races
-from pallaslab._src.records import Kernel, Operand
+from pallaslab._src.records import Operand
+from tests import records
 
 NAMES = ("i", "j", "k")
 
 
 def output(shape, block, outputs, names, kinds=None, position=2):
-    return Operand(
-        position=position,
+    return records.operand(
+        shape,
+        block,
+        outputs,
+        names=names,
+        kinds=kinds,
         role="out",
+        position=position,
         name="o_ref",
         origin="outputs[0]",
-        shape=tuple(shape),
-        dtype="float32",
-        block_shape=tuple(block),
-        block_kinds=tuple(kinds or ["blocked"] * len(block)),
-        index_map=ix.IndexMap(tuple(names), len(names), tuple(outputs), ""),
-        memory_space="default",
     )
 
 
 def kernel(grid, *operands, semantics=None):
-    return Kernel(
-        index=0,
-        name="k",
-        kind="pallas_call",
-        grid=tuple(grid),
-        grid_names=None,
-        operands=tuple(operands),
-        jaxpr="",
-        jaxpr_source_map=(),
-        source=None,
-        call_site=None,
-        dimension_semantics=semantics,
-    )
+    return records.kernel(grid, *operands, dimension_semantics=semantics)
 
 
 def kacc(grid=(2, 2, 2), semantics=("parallel", "parallel", "arbitrary"), order=(0, 1, 2)):

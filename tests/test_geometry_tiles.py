@@ -13,43 +13,26 @@ from hypothesis import strategies as st
 from pallaslab._src import indexmap as ix
 from pallaslab._src.geometry import merit
 from pallaslab._src.geometry.tilemap import schedule_of
-from pallaslab._src.records import CostEstimate, Kernel, KernelWork, Operand
+from pallaslab._src.records import CostEstimate, KernelWork, Operand
+from tests import records
 
 LETTERS = "ijkl"
 
 
 def operand(shape, block, outputs, *, kinds=None, grid_rank=1, role="in", position=0, **extra):
-    names = tuple(LETTERS[:grid_rank])
-    index_map = ix.IndexMap(names, grid_rank, tuple(outputs), "", sizes=extra.pop("sizes", ()))
-    return Operand(
-        position=position,
+    return records.operand(
+        shape,
+        block,
+        outputs,
+        names=LETTERS[:grid_rank],
+        kinds=kinds,
         role=role,
-        name=f"{role}{position}_ref",
-        origin="args[0]",
-        shape=tuple(shape),
-        dtype=extra.pop("dtype", "float32"),
-        block_shape=tuple(block),
-        block_kinds=tuple(kinds or ["squeezed" if b is None else "blocked" for b in block]),
-        index_map=index_map,
-        memory_space=extra.pop("memory_space", "default"),
+        position=position,
         **extra,
     )
 
 
-def kernel(grid, *operands, **extra):
-    return Kernel(
-        index=0,
-        name="k",
-        kind="pallas_call",
-        grid=tuple(grid),
-        grid_names=None,
-        operands=tuple(operands),
-        jaxpr="",
-        jaxpr_source_map=(),
-        source=None,
-        call_site=None,
-        **extra,
-    )
+kernel = records.kernel
 
 
 def g(k):
