@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 from IPython.core.error import UsageError
-from IPython.utils.capture import capture_output
 
-CELL = """\
-import jax, jax.numpy as jnp
-from jax.experimental import pallas as pl
+from tests.test_magic import ADD_CELL, run
 
-def add_kernel(x_ref, y_ref, o_ref):
-    o_ref[...] = x_ref[...] + y_ref[...]
-
-add = pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct((1024,), jnp.float32),
-                     grid=(8,), in_specs=[pl.BlockSpec((128,), lambda i: (i,))] * 2,
-                     out_specs=pl.BlockSpec((128,), lambda i: (i,)))
-x = jnp.arange(1024.0); y = 2 * x
-"""
+# The vector-add cell and the runner of the magic's own tests.
+CELL = ADD_CELL
 
 
 def _run(ip, line, cell=CELL):
-    with capture_output() as captured:
-        result = ip.run_cell(f"%%kernel {line}\n{textwrap.dedent(cell)}")
-    return result, captured
+    return run(ip, line, cell)
 
 
 pytestmark = pytest.mark.filterwarnings("ignore:Widget.widgets is deprecated")
