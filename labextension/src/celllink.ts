@@ -4,41 +4,21 @@
  * the mouse is on in those cells.
  */
 
-import { StateEffect, StateField } from '@codemirror/state';
-import { Decoration, DecorationSet, EditorView } from '@codemirror/view';
+import { EditorView } from '@codemirror/view';
 import type { Cell, ICodeCellModel } from '@jupyterlab/cells';
 import type { CodeMirrorEditor } from '@jupyterlab/codemirror';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
+import { lineHighlight } from './linehighlight';
 import { ICellMatch, ISourceLine, ISourceWindow, matchCell } from './linemap';
 
 /** The class of a cell line linked to the hovered text line. */
 export const CELL_LINE_CLASS = 'pl-lab-cell-linked';
 
-const setLinkedLines = StateEffect.define<number[]>();
-const linkedLine = Decoration.line({ class: CELL_LINE_CLASS });
-
-const linkedLinesField = StateField.define<DecorationSet>({
-  create: () => Decoration.none,
-  update(value, transaction) {
-    value = value.map(transaction.changes);
-    for (const effect of transaction.effects) {
-      if (effect.is(setLinkedLines)) {
-        const doc = transaction.state.doc;
-        value = Decoration.set(
-          effect.value
-            .filter(line => line >= 1 && line <= doc.lines)
-            .map(line => linkedLine.range(doc.line(line).from)),
-          true
-        );
-      }
-    }
-    return value;
-  },
-  provide: field => EditorView.decorations.from(field)
-});
+const { setLines: setLinkedLines, field: linkedLinesField } =
+  lineHighlight(CELL_LINE_CLASS);
 
 const injected = new WeakSet<EditorView>();
 

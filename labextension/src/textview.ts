@@ -10,12 +10,7 @@ import {
   search,
   searchKeymap
 } from '@codemirror/search';
-import {
-  EditorState,
-  RangeSetBuilder,
-  StateEffect,
-  StateField
-} from '@codemirror/state';
+import { EditorState, RangeSetBuilder, StateField } from '@codemirror/state';
 import {
   Decoration,
   DecorationSet,
@@ -30,32 +25,14 @@ import { Widget } from '@lumino/widgets';
 
 import { NotebookLink } from './celllink';
 import { languageSupport } from './languages';
+import { lineHighlight } from './linehighlight';
 import { IOpenTextRequest, ISourceLine, LineLinks } from './linemap';
 
 /** Class of text lines linked to the line under the mouse or cursor. */
 export const ACTIVE_LINE_CLASS = 'pl-lab-active';
 
-const setActiveLines = StateEffect.define<number[]>();
-const activeLine = Decoration.line({ class: ACTIVE_LINE_CLASS });
-
-const activeLinesField = StateField.define<DecorationSet>({
-  create: () => Decoration.none,
-  update(value, transaction) {
-    for (const effect of transaction.effects) {
-      if (effect.is(setActiveLines)) {
-        const doc = transaction.state.doc;
-        value = Decoration.set(
-          effect.value
-            .filter(line => line >= 1 && line <= doc.lines)
-            .map(line => activeLine.range(doc.line(line).from)),
-          true
-        );
-      }
-    }
-    return value;
-  },
-  provide: field => EditorView.decorations.from(field)
-});
+const { setLines: setActiveLines, field: activeLinesField } =
+  lineHighlight(ACTIVE_LINE_CLASS);
 
 function linkColours(state: EditorState, links: LineLinks): DecorationSet {
   const builder = new RangeSetBuilder<Decoration>();
