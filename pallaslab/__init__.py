@@ -5,7 +5,8 @@ In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
 `pallaslab.targets()`; `pallaslab.check(fn, ref, *args)`,
 `pallaslab.bench(fn, make_args, sizes, ref=...)`, `pallaslab.tune(build, space, *args)`.
 `pallaslab.emulate(fn)` runs every Pallas kernel in `fn` with pallaslab's fast CPU emulator.
-`pallaslab.diff(a, b)` shows what changed between two inspections.
+`pallaslab.diff(a, b)` shows what changed between two inspections; `pallaslab.hints(...)`
+why a kernel may be slow.
 `pallaslab.exercise("04.k_loop", matmul)` checks an exercise of the course (`notebooks/`).
 """
 
@@ -24,6 +25,7 @@ from pallaslab._src.core import display as _display
 from pallaslab._src.core.diffing import diff as diff
 from pallaslab._src.core.emulator import EmulationNotice as EmulationNotice
 from pallaslab._src.core.emulator import emulate as emulate
+from pallaslab._src.core.hints import hints as hints
 from pallaslab._src.core.inspection import Inspection as Inspection
 from pallaslab._src.core.tracing import inspect as inspect
 from pallaslab._src.course import Feedback as Feedback
@@ -37,6 +39,7 @@ from pallaslab._src.geometry.tilemap import TileMap as TileMap
 from pallaslab._src.indexmap import IndexMap as IndexMap
 from pallaslab._src.lowered import Lowered as Lowered
 from pallaslab._src.lowered import LoweringError as LoweringError
+from pallaslab._src.perfhints import Hint as Hint
 from pallaslab._src.records import ArraySpec as ArraySpec
 from pallaslab._src.records import Comparison as Comparison
 from pallaslab._src.records import CostEstimate as CostEstimate
