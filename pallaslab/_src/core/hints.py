@@ -26,6 +26,8 @@ from pallaslab._src.records import Kernel, SourceLocation
 
 #: Programs whose accesses are sampled for masked lanes: the first, middle, last.
 SAMPLED_PROGRAMS = 3
+#: Blocks past this many elements are not interpreted lane by lane for masks (memory).
+MAX_MASKED_BLOCK_ELEMENTS = 1 << 21
 
 
 def hints(
@@ -181,6 +183,10 @@ def sampled_programs(grid: Sequence[int], count: int = SAMPLED_PROGRAMS) -> list
 
 def _masks(inspection: Inspection, kernel: Kernel, tiles: TileMap | None) -> tuple[MaskUse, ...]:
     if tiles is None or kernel.kind != "pallas_call" or any(n < 0 for n in kernel.grid):
+        return ()
+    if " mask=" not in kernel.jaxpr:
+        return ()  # no masked load or store: nothing to interpret
+    if any(o.block_elements > MAX_MASKED_BLOCK_ELEMENTS for o in kernel.operands):
         return ()
     totals: dict[tuple[str, int, str, str], list[int]] = {}
     programs = sampled_programs(kernel.grid)
