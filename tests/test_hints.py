@@ -509,7 +509,9 @@ def test_the_kernels_tab_lists_hints_with_their_lines():
     fn, args = matmul(8, 32, 32, 64, 32, 64)
     inspection = pallaslab.inspect(fn, *args)
     data = overview.payload(inspection)["kernels"][0]["hints"]
-    assert data["masks"] is False
+    assert data["masks"] is True  # no masked load or store: nothing left to ask for
+    masked = pallaslab.inspect(masked_rows(20, 128), spec((16, 20)))
+    assert overview.payload(masked)["kernels"][0]["hints"]["masks"] is False
     small = next(h for h in data["hints"] if h["id"] == "small-dot")
     assert small["location"]["line"] == line_of("plain-dot") and small["chip"] == "H100"
     page = overview.static_html(inspection)

@@ -99,7 +99,7 @@ def _hint(  # noqa: PLR0917 - every rule passes the same six, in this order
         id=rule,
         severity=severity,
         message=message,
-        location=location or kernel.call_site or kernel.source,
+        location=location or call_line(kernel),
         figures=tuple((name, _figure(value)) for name, value in figures),
         chip=inputs.chip.name,
         kernel=kernel.name,
@@ -113,6 +113,21 @@ def _figure(value: FigureValue) -> FigureValue:
 
 def _is_tpu(inputs: HintInputs) -> bool:
     return isinstance(inputs.chip, hardware.Tpu)
+
+
+def call_line(kernel: Kernel) -> SourceLocation | None:
+    """Where the grid is set, as near as is known.
+
+    The pallas_call's line when JAX knows where it ran, else the first BlockSpec's
+    (an argument of the same call), else the kernel's def line.
+    """
+    if kernel.call_site is not None:
+        return kernel.call_site
+    for operand in kernel.operands:
+        found = blockspec_line(operand)
+        if found is not None:
+            return found
+    return kernel.source
 
 
 def blockspec_line(operand: Operand) -> SourceLocation | None:
@@ -433,7 +448,7 @@ def small_grid(inputs: HintInputs) -> list[Hint]:
     if not isinstance(chip, hardware.Gpu) or kernel.kind != "pallas_call":
         return []
     programs = kernel.num_programs
-    site = kernel.call_site or kernel.source
+    site = call_line(kernel)
     if programs < chip.sms:
         used = programs / chip.sms
         return [
@@ -496,7 +511,7 @@ def tpu_cores(inputs: HintInputs) -> list[Hint]:
             "grid between them only along axes marked parallel: this grid runs on one. Mark "
             "the axes whose programs are independent, e.g. CompilerParams(dimension_semantics="
             "('parallel', 'arbitrary')).",
-            kernel.call_site or kernel.source,
+            call_line(kernel),
             [("TensorCores", chip.tensor_cores), ("parallel axes", 0)],
         )
     ]
@@ -525,7 +540,7 @@ def one_stage_pipeline(inputs: HintInputs) -> list[Hint]:
             f"{microseconds:.3g} us at {chip.name}'s {chip.memory_bandwidth / 1e9:.0f} GB/s). "
             "A grid of several programs lets the pipeline copy the next blocks while the body "
             "computes.",
-            inputs.kernel.call_site or inputs.kernel.source,
+            call_line(inputs.kernel),
             [
                 ("programs", 1),
                 ("bytes copied", moved),
@@ -622,7 +637,7 @@ def occupancy(inputs: HintInputs) -> list[Hint]:
             f"Occupancy on {chip.name} is {row.fraction:.0%}{arch}: {cause}, "
             f"{row.active_warps} of {row.max_warps} warp slots, too few to hide memory "
             f"latency. {fix}",
-            inputs.kernel.call_site or inputs.kernel.source,
+            call_line(inputs.kernel),
             [
                 ("registers per thread", gpu.registers_per_thread or 0),
                 ("shared memory bytes", gpu.shared_bytes),
@@ -649,7 +664,7 @@ def spills(inputs: HintInputs) -> list[Hint]:
             f"memory (and loads {gpu.spill_load_bytes or 0} back): every spill is a memory "
             "access in the middle of the computation. Smaller blocks or fewer values live "
             "at once keep them in registers.",
-            inputs.kernel.call_site or inputs.kernel.source,
+            call_line(inputs.kernel),
             [
                 ("spill store bytes", gpu.spill_store_bytes),
                 ("spill load bytes", gpu.spill_load_bytes or 0),

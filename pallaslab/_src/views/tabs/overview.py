@@ -112,7 +112,9 @@ def _hints(inspection: Inspection, kernel: Kernel, *, masks: bool) -> dict[str, 
         found = kernel_hints_of(inspection, kernel, masks=masks)
     except Exception as error:  # hints are advice: never lose the tab over them
         return {"hints": [], "error": f"hints could not be worked out: {error}", "masks": masks}
-    return {"hints": [_hint(h) for h in found], "masks": masks}
+    # Without a masked load or store in the body, there is nothing more to ask for.
+    checked = masks or " mask=" not in kernel.jaxpr
+    return {"hints": [_hint(h) for h in found], "masks": checked}
 
 
 def _kernel(kernel: Kernel, inspection: Inspection | None = None) -> dict[str, Any]:
