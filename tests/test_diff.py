@@ -408,6 +408,16 @@ def test_static_html_escapes_every_text():
     assert found.summary == f"{evil} 1→2: no change in resources, traffic, check or timing"
 
 
+def test_programs_of_several_kernels_say_which_pair_is_compared():
+    case = corpus.two_kernels()
+    inspection = pallaslab.inspect(case.fn, *case.args)
+    first, second = (k.name for k in inspection.kernels)
+    found = pallaslab.diff(inspection, inspection, kernel=(0, 1))
+    assert (found.a_kernel, found.b_kernel) == (first, second)
+    assert any("a has 2 kernel(s), b 2" in n for n in found.notes)
+    assert found.delta("kernel").text() == f"kernel {first}→{second}"
+
+
 def test_identical_inspections_have_no_difference():
     case = corpus.blocked_add()
     inspection = pallaslab.inspect(case.fn, *case.args)

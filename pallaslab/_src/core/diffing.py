@@ -84,6 +84,12 @@ def diff(
     chip_b = chosen or chip_for(kb, target_b, inspection_b.backend)
     notes: list[str] = []
     same_kernel = inspection_a is inspection_b and ka.index == kb.index
+    counts = len(inspection_a.kernels), len(inspection_b.kernels)
+    if counts != (1, 1) and not same_kernel:
+        notes.append(
+            f"a has {counts[0]} kernel(s), b {counts[1]}: this compares {ka.name} with "
+            f"{kb.name}; kernel= picks others (a name, an index, or a pair)."
+        )
 
     irs: list[IrDiff] = []
     if not same_kernel:
