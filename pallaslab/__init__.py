@@ -5,12 +5,15 @@ In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
 `pallaslab.targets()`; `pallaslab.check(fn, ref, *args)`,
 `pallaslab.bench(fn, make_args, sizes, ref=...)`, `pallaslab.tune(build, space, *args)`.
 `pallaslab.emulate(fn)` runs every Pallas kernel in `fn` with pallaslab's fast CPU emulator.
+`pallaslab.diff(a, b)` shows what changed between two inspections; `pallaslab.hints(...)`
+why a kernel may be slow.
 `pallaslab.exercise("04.k_loop", matmul)` checks an exercise of the course (`notebooks/`).
 """
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+from pallaslab._src import diffs as _diffs
 from pallaslab._src import settings as _settings
 from pallaslab._src.bench import live as _live
 from pallaslab._src.bench.check import CheckResult as CheckResult
@@ -19,20 +22,24 @@ from pallaslab._src.bench.harness import TimerSettings as TimerSettings
 from pallaslab._src.bench.harness import Timing as Timing
 from pallaslab._src.bench.harness import measure as measure
 from pallaslab._src.core import display as _display
+from pallaslab._src.core.diffing import diff as diff
 from pallaslab._src.core.emulator import EmulationNotice as EmulationNotice
 from pallaslab._src.core.emulator import emulate as emulate
+from pallaslab._src.core.hints import hints as hints
 from pallaslab._src.core.inspection import Inspection as Inspection
 from pallaslab._src.core.tracing import inspect as inspect
 from pallaslab._src.course import Feedback as Feedback
 from pallaslab._src.course import exercise as exercise
 from pallaslab._src.course import exercises as exercises
 from pallaslab._src.course import feedback as _feedback
+from pallaslab._src.diffs import Diff as Diff
 from pallaslab._src.geometry.merit import kernel_merit as kernel_merit
 from pallaslab._src.geometry.merit import on_chip as on_chip
 from pallaslab._src.geometry.tilemap import TileMap as TileMap
 from pallaslab._src.indexmap import IndexMap as IndexMap
 from pallaslab._src.lowered import Lowered as Lowered
 from pallaslab._src.lowered import LoweringError as LoweringError
+from pallaslab._src.perfhints import Hint as Hint
 from pallaslab._src.records import ArraySpec as ArraySpec
 from pallaslab._src.records import Comparison as Comparison
 from pallaslab._src.records import CostEstimate as CostEstimate
@@ -114,6 +121,15 @@ def _feedback_bundle(record: _Any, **kwargs: _Any) -> _Any:
 
 
 _feedback.register_renderer(_feedback_bundle)
+
+
+def _diff_bundle(record: _Any, **kwargs: _Any) -> _Any:
+    from pallaslab._src.views.diffview import bundle  # noqa: PLC0415
+
+    return bundle(record, **kwargs)
+
+
+_diffs.register_renderer(_diff_bundle)
 
 
 def load_ipython_extension(ipython: _Any) -> None:

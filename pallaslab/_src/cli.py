@@ -1,12 +1,14 @@
 """The `pallaslab` command: lowered kernels as text, for scripts, diffs and CI.
 
     pallaslab lower kernels.py:matmul --target ptx:sm_90 --args "bf16[1024,1024],bf16[1024,1024]"
+    pallaslab hints kernels.py:matmul --args "bf16[1024,1024],bf16[1024,1024]" --chip H100
     pallaslab targets
 
 `lower` runs FILE.py as a module, traces FUNC on the arguments `--args` describes
 (shapes only: nothing is allocated or run), lowers a kernel for the target and prints
 the text. A target that cannot take the kernel prints `FILE:LINE: error: ...` on
-stderr and exits with 1.
+stderr and exits with 1. `hints` prints performance hints the same way, one
+`FILE:LINE: severity: message` each, with the figures behind it.
 """
 
 from __future__ import annotations
@@ -161,22 +163,35 @@ def _resources_text(resources: Any) -> str:
     return "\n".join(lines)
 
 
-def _lower(options: argparse.Namespace) -> int:
-    import pallaslab  # noqa: PLC0415
+def _check_target(name: str | None) -> None:
     from pallaslab._src.targets import parse_target  # noqa: PLC0415
 
+    if name is None:
+        return
     try:
-        parse_target(options.target)
+        parse_target(name)
     except ValueError as error:
         raise CliError(str(error)) from None
+
+
+def _inspect(options: argparse.Namespace) -> tuple[Any, str | int | None]:
+    """The program FILE.py:FUNC traced on --args, and the --kernel asked for."""
+    import pallaslab  # noqa: PLC0415
+
     fn = load_function(options.function)
     args, kwargs = parse_args_spec(options.args or "")
     inspection = pallaslab.inspect(fn, *args, **kwargs)
-    kernel: str | int = options.kernel or 0
+    kernel: str | int | None = options.kernel
     if isinstance(kernel, str) and kernel.isdigit():
         kernel = int(kernel)
+    return inspection, kernel
+
+
+def _lower(options: argparse.Namespace) -> int:
+    _check_target(options.target)
+    inspection, kernel = _inspect(options)
     try:
-        lowered = inspection.lower(options.target, kernel)
+        lowered = inspection.lower(options.target, 0 if kernel is None else kernel)
     except KeyError as error:
         raise CliError(error.args[0] if error.args else str(error)) from None
     if options.json:
@@ -210,6 +225,40 @@ def _lower(options: argparse.Namespace) -> int:
     return 0
 
 
+def _hints(options: argparse.Namespace) -> int:
+    from pallaslab._src import hardware  # noqa: PLC0415
+
+    if options.chip:
+        try:
+            hardware.tpu(options.chip)
+        except KeyError:
+            try:
+                hardware.gpu(options.chip)
+            except KeyError:
+                known = ", ".join([*hardware.GPUS, *hardware.TPUS])
+                raise CliError(f"unknown chip {options.chip!r}; known: {known}") from None
+    _check_target(options.target)
+    inspection, kernel = _inspect(options)
+    try:
+        found = inspection.hints(
+            kernel, chip=options.chip, target=options.target, masks=not options.no_masks
+        )
+    except KeyError as error:
+        raise CliError(error.args[0] if error.args else str(error)) from None
+    if options.json:
+        print(json.dumps([dataclasses.asdict(h) for h in found], indent=1, default=str))
+        return 0
+    if not found:
+        names = ", ".join(k.name for k in inspection.kernels) or "no kernels"
+        print(f"no hints ({names})")
+        return 0
+    for hint in found:
+        print(hint.describe())
+        figures = ", ".join(f"{name} {value}" for name, value in hint.figures)
+        print(f"    {hint.kernel}, assumes {hint.chip}: {figures}")
+    return 0
+
+
 def _targets() -> int:
     from pallaslab._src.targets import (  # noqa: PLC0415
         all_targets,
@@ -221,6 +270,20 @@ def _targets() -> int:
         note = f"  [unavailable: {reason}]" if reason else ""
         print(f"{target.name:<20} {target.title}{note}")
     return 0
+
+
+def _program_arguments(command: argparse.ArgumentParser, kernel_help: str) -> None:
+    """FILE.py:FUNC, --args and --kernel: the program a command traces."""
+    command.add_argument("function", metavar="FILE.py:FUNC", help="the callable to trace")
+    command.add_argument(
+        "--args",
+        "-a",
+        default="",
+        metavar="SPEC",
+        help="FUNC's arguments: arrays as dtype[dims], others as Python literals, keywords "
+        'as name=value, e.g. "bf16[1024,1024],bf16[1024,1024],block=128"',
+    )
+    command.add_argument("--kernel", "-k", help=kernel_help)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -236,25 +299,37 @@ def parser() -> argparse.ArgumentParser:
         description="Trace FUNC from FILE.py on the arguments --args describes and print "
         "a kernel lowered for --target.",
     )
-    lower.add_argument("function", metavar="FILE.py:FUNC", help="the callable to trace")
+    _program_arguments(lower, "the kernel's name or index (default: the first)")
     lower.add_argument(
         "--target", "-t", default="stablehlo", help="e.g. ptx:sm_90, mosaic-tpu:v5e (see targets)"
     )
-    lower.add_argument(
-        "--args",
-        "-a",
-        default="",
-        metavar="SPEC",
-        help="FUNC's arguments: arrays as dtype[dims], others as Python literals, keywords "
-        'as name=value, e.g. "bf16[1024,1024],bf16[1024,1024],block=128"',
-    )
-    lower.add_argument("--kernel", "-k", help="the kernel's name or index (default: the first)")
     lower.add_argument("--stage", help="an intermediate stage (tpu-compile), or 'list'")
     lower.add_argument("--map", action="store_true", help="prefix lines with their source lines")
     lower.add_argument("--raw", action="store_true", help="the text as the compiler printed it")
     lower.add_argument("--resources", action="store_true", help="print the resources instead")
     lower.add_argument("--no-header", action="store_true", help="omit the provenance header")
     lower.add_argument("--json", action="store_true", help="the whole record as JSON")
+    hints = commands.add_parser(
+        "hints",
+        help="print performance hints for a program's kernels",
+        description="Trace FUNC from FILE.py on the arguments --args describes and print "
+        "why its kernels may be slow, one FILE:LINE: severity: message per hint.",
+    )
+    _program_arguments(hints, "one kernel's name or index (default: every kernel)")
+    hints.add_argument(
+        "--chip",
+        "-c",
+        help="the chip to advise for: H100, A100, v5e, v6e ... (default: the kernel's backend's)",
+    )
+    hints.add_argument(
+        "--target",
+        "-t",
+        help="a GPU target to compile for registers and occupancy, e.g. ptx:sm_90",
+    )
+    hints.add_argument(
+        "--no-masks", action="store_true", help="skip interpreting programs for masked lanes"
+    )
+    hints.add_argument("--json", action="store_true", help="the hints as JSON")
     commands.add_parser("targets", help="list the targets")
     return root
 
@@ -272,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if options.command == "targets":
             return _targets()
+        if options.command == "hints":
+            return _hints(options)
         return _lower(options)
     except CliError as error:
         print(f"pallaslab: {error}", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from pallaslab._src.views.inspector import Inspector
 DEFAULT_NAME = "_kernel"
 BENCH_NAME = "_bench"
 TUNE_NAME = "_tune"
+DIFF_NAME = "_diff"
 
 
 class KernelCellError(Exception):
@@ -105,6 +107,13 @@ class KernelMagics(Magics):
         help="Lower the (first) kernel for this target, e.g. ptx:sm_90 or mosaic-tpu:v5e, "
         "and open the IR tab on it; the text is then `_kernel.lower(T).text`.",
     )
+    @argument(
+        "--diff",
+        metavar="NAME",
+        help=f"Compare this cell's inspection with the one kept under NAME (e.g. "
+        f"{DEFAULT_NAME}, as the previous version left it): the IR line by line, resources, "
+        f"HBM traffic, the check; the diff is kept as `{DIFF_NAME}`.",
+    )
     def kernel(self, line: str, cell: str) -> None:
         """Run a cell of Pallas code, then trace, run and inspect its kernels.
 
@@ -129,6 +138,8 @@ class KernelMagics(Magics):
             raise UsageError(f"unexpected argument {options.call!r}; the call goes first")
         if not options.name.isidentifier():
             raise UsageError(f"--name must be a Python name, not {options.name!r}")
+        if options.diff is not None and not options.diff.isidentifier():
+            raise UsageError(f"--diff takes the Python name of an inspection, not {options.diff!r}")
         options.target = unquote(options.target)
         if options.target:
             try:
@@ -145,6 +156,8 @@ class KernelMagics(Magics):
         assert shell is not None
         filename = self._register_cell(line, cell)
         jax_adapter.install_cpu_interpret()
+        # Taken before the cell runs: the cell replaces `_kernel` with its own inspection.
+        before = shell.user_ns.get(options.diff) if options.diff else None
 
         def name_source(file: str) -> str | None:
             if file == filename:
@@ -181,6 +194,8 @@ class KernelMagics(Magics):
                 inspection.lower(options.target)
             selected = "ir" if options.target else None
             display(Inspector(inspection, problem, selected=selected))
+            if options.diff and diagnosis is None:
+                self._diff(options.diff, before, inspection, options.target)
         if outcome.last_value is not None and diagnosis is None:
             display(outcome.last_value)
         if diagnosis is not None:
@@ -200,6 +215,32 @@ class KernelMagics(Magics):
                 name_source=name_source,
                 inspection=inspection,
             )
+
+    def _diff(self, name: str, before: Any, inspection: Any, target: str | None) -> None:
+        """`--diff NAME`: this cell's inspection against the one kept under NAME."""
+        from pallaslab._src.core.diffing import diff  # noqa: PLC0415
+        from pallaslab._src.core.inspection import Inspection  # noqa: PLC0415
+
+        shell = self.shell
+        assert shell is not None
+        if not isinstance(before, Inspection):
+            what = "nothing" if before is None else f"a {type(before).__name__}"
+            print(
+                f"--diff: {name} holds {what}, not an inspection: run the earlier version "
+                f"first (its inspection is kept as {DEFAULT_NAME}, or --name it).",
+                file=sys.stderr,
+            )
+            return
+        if not before.kernels or not inspection.kernels:
+            print(f"--diff: no kernel to compare in {name} or in this cell.", file=sys.stderr)
+            return
+        try:
+            found = diff(before, inspection, target=target, names=(name, "this cell"))
+        except Exception as error:  # the comparison is extra: the cell's results stand
+            print(f"--diff: could not compare with {name}: {error}", file=sys.stderr)
+            return
+        shell.user_ns[DIFF_NAME] = found
+        display(found)
 
     def _tune_space(self, call: str | None, options: Any) -> dict[str, list[Any]]:
         if not options.tune:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from pallaslab._src.bench.check import CheckResult
     from pallaslab._src.geometry.accesses import BlockAccesses
     from pallaslab._src.geometry.tilemap import TileMap
+    from pallaslab._src.perfhints import Hint
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,6 +249,30 @@ class Inspection:
         from pallaslab._src.core import lowering  # noqa: PLC0415
 
         return lowering.lowerings(self)
+
+    def hints(
+        self,
+        kernel: int | str | None = None,
+        *,
+        chip: str | None = None,
+        target: str | None = None,
+        masks: bool = True,
+    ) -> list[Hint]:
+        """Performance hints for the kernels, each tied to the source line to change.
+
+        Args:
+            kernel: One kernel (name or index); by default every kernel.
+            chip: The chip to advise for ("H100", "v5e"); default: the backend's.
+            target: A GPU target to compile for registers and occupancy ("ptx:sm_90").
+            masks: Look for masks that switch off most lanes in a few programs.
+
+        Example:
+            >>> for hint in inspection.hints(chip="v5e"):
+            ...     print(hint)   # file:line: warning: ...
+        """
+        from pallaslab._src.core.hints import hints  # noqa: PLC0415
+
+        return hints(self, kernel=kernel, chip=chip, target=target, masks=masks)
 
     def with_result(self, result: RunResult) -> Inspection:
         """This inspection with a run attached."""

@@ -10,7 +10,8 @@ Modules: `probes` (guarded imports), `kernels` (finding kernels, records, jaxpr 
 `indexmaps` (index maps to NumPy expressions), `execution` (interpret mode on CPU,
 recording kernels as they are bound, prefetch values), `errors` (context for messages),
 `accesses` (a kernel body interpreted for one program, recording each element it
-touches), `work` (arithmetic counted from a body), `outputs` (which kernel writes each
+touches), `work` (arithmetic counted from a body), `dots` (a body's matrix
+products), `outputs` (which kernel writes each
 program output), `gpu_timing` (kernel times on GPU).
 `lowering` (lowering one kernel for GPU/TPU, reading the kernel out of the module).
 `emulation` (a pallas_call's body, blocks and padding, for the emulator).
@@ -19,6 +20,7 @@ program output), `gpu_timing` (kernel times on GPU).
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
 from pallaslab._src.core.jax_adapter.accesses import body_ref_shapes as body_ref_shapes
 from pallaslab._src.core.jax_adapter.accesses import interpret_program as interpret_program
+from pallaslab._src.core.jax_adapter.dots import kernel_dots as kernel_dots
 from pallaslab._src.core.jax_adapter.errors import KernelCallContext as KernelCallContext
 from pallaslab._src.core.jax_adapter.errors import block_spec_location as block_spec_location
 from pallaslab._src.core.jax_adapter.errors import kernel_call_context as kernel_call_context

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pallaslab._src import sources
 from pallaslab._src.geometry import races as race_geometry
+from pallaslab._src.perfhints import Hint
 from pallaslab._src.records import Kernel, Operand, SourceLocation
 from pallaslab._src.views import fmt
 from pallaslab._src.views.tabs import Payload, Tab
@@ -92,7 +93,31 @@ def _races(kernel: Kernel) -> dict[str, Any]:
     return found
 
 
-def _kernel(kernel: Kernel) -> dict[str, Any]:
+def _hint(hint: Hint) -> dict[str, Any]:
+    return {
+        "id": hint.id,
+        "severity": hint.severity,
+        "message": hint.message,
+        "location": _location(hint.location),
+        "figures": [[name, str(value)] for name, value in hint.figures],
+        "chip": hint.chip,
+    }
+
+
+def _hints(inspection: Inspection, kernel: Kernel, *, masks: bool) -> dict[str, Any]:
+    """The kernel's performance hints; masks (which interpret the body) only on request."""
+    from pallaslab._src.core.hints import kernel_hints_of  # noqa: PLC0415 - core is below
+
+    try:
+        found = kernel_hints_of(inspection, kernel, masks=masks)
+    except Exception as error:  # hints are advice: never lose the tab over them
+        return {"hints": [], "error": f"hints could not be worked out: {error}", "masks": masks}
+    # Without a masked load or store in the body, there is nothing more to ask for.
+    checked = masks or " mask=" not in kernel.jaxpr
+    return {"hints": [_hint(h) for h in found], "masks": checked}
+
+
+def _kernel(kernel: Kernel, inspection: Inspection | None = None) -> dict[str, Any]:
     cost = kernel.cost_estimate
     return {
         "index": kernel.index,
@@ -121,6 +146,7 @@ def _kernel(kernel: Kernel) -> dict[str, Any]:
         "aliases": [list(a) for a in kernel.input_output_aliases],
         "operands": [_operand(o) for o in kernel.operands],
         "races": _races(kernel),
+        "hints": _hints(inspection, kernel, masks=False) if inspection is not None else None,
     }
 
 
@@ -132,7 +158,7 @@ def payload(inspection: Inspection) -> Payload:
             "args": [{"path": a.path, "type": str(a)} for a in inspection.args],
             "outputs": [{"path": o.path, "type": str(o)} for o in inspection.outputs],
         },
-        "kernels": [_kernel(k) for k in inspection.kernels],
+        "kernels": [_kernel(k, inspection) for k in inspection.kernels],
         "notices": list(inspection.notices),
     }
 
@@ -174,10 +200,40 @@ def static_html(inspection: Inspection) -> str:
             parts.extend(
                 f"<p class='{css}'>{html.escape(sentence)}</p>" for sentence in entry["sentences"]
             )
+        parts.append(_hints_html(kernel["hints"]))
     if not data["kernels"]:
         parts.append("<p>No Pallas kernels found.</p>")
     parts.extend(f"<p class='pl-notice'>{html.escape(n)}</p>" for n in data["notices"])
     return "".join(parts)
 
 
-TAB = Tab("overview", "Kernels", payload, static_html, order=10)
+def _hints_html(data: dict[str, Any] | None) -> str:
+    if not data or not (data["hints"] or data.get("error")):
+        return ""
+    items = []
+    for hint in data["hints"]:
+        where = hint["location"]
+        at = f"{where['label']} line {where['line']}: " if where else ""
+        items.append(
+            f"<li class='pl-hint pl-hint-{html.escape(hint['severity'])}'>"
+            f"<b>{html.escape(hint['severity'])}</b> {html.escape(at)}"
+            f"{html.escape(hint['message'])} "
+            f"<small>(assumes {html.escape(hint['chip'])})</small></li>"
+        )
+    if data.get("error"):
+        items.append(f"<li class='pl-notice'>{html.escape(data['error'])}</li>")
+    return f"<h5>Hints</h5><ul class='pl-hints'>{''.join(items)}</ul>"
+
+
+def respond(inspection: Inspection, body: dict[str, Any]) -> Payload:
+    """Requests from the tab: `{"kind": "hints", "kernel": k}`, with masks checked."""
+    if body.get("kind") != "hints":
+        return {"error": f"unknown request {body.get('kind')!r}"}
+    try:
+        kernel = inspection.kernel(int(body.get("kernel", 0)))
+    except (KeyError, ValueError) as error:
+        return {"error": str(error)}
+    return _hints(inspection, kernel, masks=True)
+
+
+TAB = Tab("overview", "Kernels", payload, static_html, order=10, respond=respond)

@@ -1,6 +1,45 @@
 // Kernels tab: grid, operands with their BlockSpecs, compiler params.
+// Performance hints of one kernel, each with its line and the chip it assumes.
+function hintList(hints) {
+  const list = h("ul", { class: "pl-hints" });
+  for (const hint of hints.hints) {
+    const where = hint.location ? hint.location.label + " line " + hint.location.line + ": " : "";
+    const figures = hint.figures.map(([name, value]) => name + " " + value).join(" \u00b7 ");
+    list.append(h("li", {
+      class: "pl-hint pl-hint-" + hint.severity,
+      dataset: { hint: hint.id },
+      title: figures,
+    },
+    h("span", { class: "pl-hint-severity", text: hint.severity }),
+    " " + where + hint.message + " ",
+    h("span", { class: "pl-facts", text: "(assumes " + hint.chip + ")" })));
+  }
+  if (hints.error) list.append(h("li", { class: "pl-notice", text: hints.error }));
+  return list;
+}
+
+function hintSection(kernel, ctx) {
+  const section = h("div", { class: "pl-hints-section", dataset: { hints: kernel.index } });
+  const draw = (hints) => {
+    clear(section);
+    if (!hints || !(hints.hints.length || hints.error)) {
+      if (hints && hints.masks) section.append(h("p", { class: "pl-facts pl-clean", text: "Hints: none." }));
+      return;
+    }
+    section.append(h("h5", { text: "Hints" }), hintList(hints));
+  };
+  draw(kernel.hints);
+  // Masked lanes need the body interpreted for a few programs: asked for after drawing.
+  if (kernel.hints && !kernel.hints.masks && ctx && ctx.request) {
+    ctx.request({ kind: "hints", kernel: kernel.index }).then((reply) => {
+      if (reply && !reply.error && reply.hints) draw(reply);
+    });
+  }
+  return section;
+}
+
 TABS.overview = {
-  render(root, data) {
+  render(root, data, ctx) {
     const program = data.program;
     if (program.args.length || program.outputs.length) {
       root.append(h("p", { class: "pl-program" },
@@ -49,6 +88,7 @@ TABS.overview = {
           }));
         }
       }
+      section.append(hintSection(k, ctx));
       root.append(section);
     }
     for (const notice of data.notices) root.append(h("p", { class: "pl-notice", text: notice }));

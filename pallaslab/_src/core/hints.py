@@ -1,0 +1,219 @@
+"""`pallaslab.hints(...)`: why a kernel may be slow, tied to the lines to change.
+
+The core gathers what the rules need from the traced program: the tile map and
+its figures of merit, the kernel body's matrix products (from its jaxpr), masked
+loads and stores of a few programs (the body interpreted lane by lane), the TPU's
+VMEM layout and (8, 128) checks, and a GPU compile's resources when one is at hand
+(or asked for with `target=`). The rules themselves are NumPy only:
+`geometry/hints.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pallaslab._src import hardware
+from pallaslab._src.core import jax_adapter
+from pallaslab._src.core.chips import chip_for, natural_target, triton_style
+from pallaslab._src.core.inspection import Inspection
+from pallaslab._src.geometry.hints import HintInputs, kernel_hints
+from pallaslab._src.geometry.merit import Chip, chip_named, kernel_merit
+from pallaslab._src.geometry.tilemap import TileMap
+from pallaslab._src.lowered import GpuResources
+from pallaslab._src.perfhints import SEVERITIES, DotInfo, Hint, MaskUse
+from pallaslab._src.records import Kernel, SourceLocation
+
+#: Programs whose accesses are sampled for masked lanes: the first, middle, last.
+SAMPLED_PROGRAMS = 3
+#: Blocks past this many elements are not interpreted lane by lane for masks (memory).
+MAX_MASKED_BLOCK_ELEMENTS = 1 << 21
+
+
+def hints(
+    inspection_or_fn: Any,
+    *args: Any,
+    chip: str | None = None,
+    kernel: int | str | None = None,
+    target: str | None = None,
+    masks: bool = True,
+    **kwargs: Any,
+) -> list[Hint]:
+    """Performance hints for a program's kernels, each tied to a source line.
+
+    Args:
+        inspection_or_fn: An inspection, or a function to inspect on `args`.
+        *args: The function's example arguments (arrays or ShapeDtypeStructs).
+        chip: The chip to advise for ("H100", "v5e"); by default the kernel's
+            backend's: an H100 for GPU kernels, a v5e for TPU kernels.
+        kernel: One kernel (name or index); by default every kernel.
+        target: A GPU target to compile now for registers, spills and occupancy
+            ("ptx:sm_90"); without it, compiles already asked for are used.
+        masks: Interpret a few programs' bodies to find masks that switch off
+            most lanes (costs a fraction of a second the first time).
+        **kwargs: The function's keyword arguments.
+
+    Returns:
+        The hints, most severe first: `.message`, `.location`, `.figures`, `.chip`.
+    """
+    if isinstance(inspection_or_fn, Inspection):
+        if args or kwargs:
+            raise TypeError("hints(inspection) takes no arguments: they were traced already")
+        inspection = inspection_or_fn
+    elif callable(inspection_or_fn):
+        from pallaslab._src.core.tracing import inspect  # noqa: PLC0415 - tracing imports core
+
+        inspection = inspect(inspection_or_fn, *args, **kwargs)
+    else:
+        raise TypeError(
+            f"hints takes an inspection or a function, not a {type(inspection_or_fn).__name__}"
+        )
+    chosen = chip_named(chip) if chip else None
+    kernels = inspection.kernels if kernel is None else (inspection.kernel(kernel),)
+    found: list[Hint] = []
+    for record in kernels:
+        found += kernel_hints_of(inspection, record, chosen, target=target, masks=masks)
+    rank = {s: k for k, s in enumerate(SEVERITIES)}
+    return sorted(found, key=lambda h: (rank[h.severity], h.kernel_index))
+
+
+def kernel_hints_of(
+    inspection: Inspection,
+    kernel: Kernel,
+    chip: Chip | None = None,
+    *,
+    target: str | None = None,
+    masks: bool = True,
+) -> list[Hint]:
+    """The hints of one kernel of an inspection, for `chip` (default: its backend's)."""
+    if chip is None:
+        chip = chip_for(kernel, natural_target(kernel, inspection.backend), inspection.backend)
+    tiles, merit = _tiles(inspection, kernel)
+    inputs = HintInputs(
+        kernel=kernel,
+        chip=chip,
+        merit=merit,
+        tiles=tiles,
+        dots=_dots(inspection, kernel),
+        gpu=_gpu_resources(inspection, kernel, chip, target),
+        vmem_blocks=_vmem_blocks(kernel, chip),
+        tiling_problems=_tiling_problems(kernel, chip),
+        masks=_masks(inspection, kernel, tiles) if masks else (),
+        blocks_in_global=triton_style(kernel),
+    )
+    return kernel_hints(inputs)
+
+
+def _tiles(inspection: Inspection, kernel: Kernel) -> tuple[TileMap | None, Any]:
+    if kernel.kind != "pallas_call":
+        return None, None
+    try:
+        tiles = inspection.tiles(kernel.index)
+        return tiles, kernel_merit(tiles)
+    except (ValueError, IndexError, KeyError):
+        return None, None  # a grid sized at run time, an index map needing JAX
+
+
+def _site(inspection: Inspection, kernel: Kernel) -> jax_adapter.KernelSite | None:
+    program = inspection._program  # noqa: SLF001 - same package: absent for hand-made records
+    if program is None or kernel.index >= len(program.sites):
+        return None
+    return program.sites[kernel.index]
+
+
+def _dots(inspection: Inspection, kernel: Kernel) -> tuple[DotInfo, ...]:
+    site = _site(inspection, kernel)
+    if site is None:
+        return ()
+    try:
+        return jax_adapter.kernel_dots(site)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return ()  # an unfamiliar body: no dot hints rather than wrong ones
+
+
+def _gpu_resources(
+    inspection: Inspection, kernel: Kernel, chip: Chip, target: str | None
+) -> GpuResources | None:
+    if not isinstance(chip, hardware.Gpu):
+        return None
+    if target is not None:
+        lowered = inspection.lower(target, kernel.index)
+        return lowered.resources if isinstance(lowered.resources, GpuResources) else None
+    done = [
+        lowered.resources
+        for lowered in inspection.lowerings()
+        if lowered.kernel_index == kernel.index and isinstance(lowered.resources, GpuResources)
+    ]
+    return next((r for r in reversed(done) if r.arch == chip.arch), done[-1] if done else None)
+
+
+def _vmem_blocks(kernel: Kernel, chip: Chip) -> tuple[Any, ...]:
+    if not isinstance(chip, hardware.Tpu) or kernel.kind != "pallas_call":
+        return ()
+    from pallaslab._src.core.lowering import tpu_rules  # noqa: PLC0415 - lowering is heavy
+
+    return tuple(tpu_rules.vmem_blocks(kernel))
+
+
+def _tiling_problems(kernel: Kernel, chip: Chip) -> tuple[Any, ...]:
+    if not isinstance(chip, hardware.Tpu) or kernel.kind != "pallas_call":
+        return ()
+    from pallaslab._src.core.lowering import tpu_rules  # noqa: PLC0415
+
+    return tuple(tpu_rules.tiling_problems(kernel))
+
+
+def sampled_programs(grid: Sequence[int], count: int = SAMPLED_PROGRAMS) -> list[tuple[int, ...]]:
+    """The first, middle and last programs of a grid (fewer when the grid is small)."""
+    total = 1
+    for n in grid:
+        total *= max(int(n), 1)
+    positions = sorted({0, total // 2, total - 1})[:count]
+    found = []
+    for position in positions:
+        index = []
+        rest = position
+        for size in reversed(grid):
+            extent = max(int(size), 1)
+            index.append(rest % extent)
+            rest //= extent
+        found.append(tuple(reversed(index)))
+    return found
+
+
+def _masks(inspection: Inspection, kernel: Kernel, tiles: TileMap | None) -> tuple[MaskUse, ...]:
+    if tiles is None or kernel.kind != "pallas_call" or any(n < 0 for n in kernel.grid):
+        return ()
+    if " mask=" not in kernel.jaxpr:
+        return ()  # no masked load or store: nothing to interpret
+    if any(o.block_elements > MAX_MASKED_BLOCK_ELEMENTS for o in kernel.operands):
+        return ()
+    totals: dict[tuple[str, int, str, str], list[int]] = {}
+    programs = sampled_programs(kernel.grid)
+    for program in programs:
+        try:
+            recorded = inspection.accesses(kernel.index, program)
+        except Exception:  # interpreting is extra: never lose the hints over it
+            return ()
+        for access in recorded.accesses:
+            if not access.primitive.startswith("masked") and access.mask.all():
+                continue  # no mask at all
+            ref = recorded.refs[access.ref]
+            key = (access.file, access.line, access.kind, ref.label)
+            entry = totals.setdefault(key, [0, 0, 0, access.lanes])
+            entry[0] += int(access.mask.sum())
+            entry[1] += access.lanes
+            entry[2] += 1
+    return tuple(
+        MaskUse(
+            kind=kind,
+            ref=label,
+            lanes=lanes,
+            enabled=enabled,
+            total=total,
+            accesses=count,
+            programs=len(programs),
+            location=SourceLocation(file, line) if file else None,
+        )
+        for (file, line, kind, label), (enabled, total, count, lanes) in totals.items()
+    )
