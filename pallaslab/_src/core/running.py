@@ -12,7 +12,7 @@ import jax
 import numpy as np
 
 from pallaslab._src.closeness import element_errors
-from pallaslab._src.core import checking, emulator, jax_adapter
+from pallaslab._src.core import checking, chips, emulator, jax_adapter
 from pallaslab._src.core.inspection import Program
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.records import (
@@ -151,12 +151,14 @@ def kernel_scope(interpret: bool = False) -> Iterator[None]:
     """Kernels traced within run emulated on CPU, or interpreted when forced.
 
     Everything that runs a user's kernels (a run, a cell, the timing harness) runs
-    them in this scope, so they all take the same path.
+    them in this scope, so they all take the same path. Off a TPU, TPU programs are
+    traced for the chosen chip (`chips.tracing_chip`).
     """
     emulator.install()
     backend = jax.default_backend()
     request = emulator.INTERPRET if interpret else emulator.EMULATE if backend == "cpu" else None
     with (
+        chips.tracing_chip(),
         jax_adapter.auto_interpret(),
         jax_adapter.forced_interpret(interpret),
         emulator.scope(request),
