@@ -401,6 +401,8 @@ class RunResult:
             mode), empty when none do or no check ran.
         race_checks: Races found by running kernels in other orders their backends
             allow, for kernels whose geometry shows conflicts.
+        seeded_inputs: The arguments (their paths) that were given as shapes and ran
+            on seeded random data.
     """
 
     backend: str
@@ -413,6 +415,7 @@ class RunResult:
     notices: tuple[str, ...] = ()
     leaks: tuple[Leak, ...] = ()
     race_checks: tuple[RaceCheck, ...] = ()
+    seeded_inputs: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -42,10 +42,11 @@ _MAX_CONFLICTS = 256
 _MAX_PROGRAMS = 1 << 20
 
 
-def _races(kernel: Kernel) -> dict[str, Any]:
+def _races(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
     """Per backend: sentences for the inspector, and the conflicts as data.
 
     The data (for tile views) says which programs write which block of which output.
+    Index maps that read scalar-prefetch values get those of the example arguments.
     """
     found: dict[str, Any] = {}
     for backend in race_geometry.BACKENDS:
@@ -66,7 +67,7 @@ def _races(kernel: Kernel) -> dict[str, Any]:
             ]
         else:
             try:
-                conflicts = race_geometry.find_races(kernel, backend)
+                conflicts = inspection.races(kernel, backend)
             except ValueError as error:
                 entry["checked"] = False
                 entry["sentences"] = [f"{label}: not checked: {error}."]
@@ -92,7 +93,7 @@ def _races(kernel: Kernel) -> dict[str, Any]:
     return found
 
 
-def _kernel(kernel: Kernel) -> dict[str, Any]:
+def _kernel(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
     cost = kernel.cost_estimate
     return {
         "index": kernel.index,
@@ -120,7 +121,7 @@ def _kernel(kernel: Kernel) -> dict[str, Any]:
         "path": list(kernel.path),
         "aliases": [list(a) for a in kernel.input_output_aliases],
         "operands": [_operand(o) for o in kernel.operands],
-        "races": _races(kernel),
+        "races": _races(kernel, inspection),
     }
 
 
@@ -132,7 +133,7 @@ def payload(inspection: Inspection) -> Payload:
             "args": [{"path": a.path, "type": str(a)} for a in inspection.args],
             "outputs": [{"path": o.path, "type": str(o)} for o in inspection.outputs],
         },
-        "kernels": [_kernel(k) for k in inspection.kernels],
+        "kernels": [_kernel(k, inspection) for k in inspection.kernels],
         "notices": list(inspection.notices),
     }
 
