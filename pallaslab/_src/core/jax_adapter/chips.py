@@ -29,6 +29,8 @@ from typing import Any
 
 import jax
 
+from pallaslab._src.core.jax_adapter.probes import trace_state
+
 # TPU generations pallaslab targets -> (device kind Pallas knows the chip by,
 # TensorCores per device as libtpu's compile-only topology reports them).
 TPU_DEVICE_KINDS: dict[str, tuple[str, int]] = {
@@ -56,14 +58,6 @@ class _Chip:
     fallback: bool
 
 
-def _make_state() -> Any:
-    config = _optional("jax._src.config")
-    make = getattr(getattr(config, "config_ext", None), "Config", None)
-    if make is None:  # pragma: no cover - depends on the JAX version
-        return None
-    return make("pallaslab_tpu_chip", None, include_in_jit_key=True, include_in_trace_context=True)
-
-
 _install_lock = threading.Lock()
 _installed: list[str] = []
 
@@ -76,7 +70,7 @@ def _optional(name: str) -> Any:
 
 
 # The chosen chip (a `_Chip`, or None): part of JAX's trace context and jit key.
-_STATE = _make_state()
+_STATE = trace_state("pallaslab_tpu_chip", None)
 
 
 def _info_module() -> Any:
@@ -117,22 +111,23 @@ def _answering() -> _Chip | None:
     return chip
 
 
-def _wrap_device_kind(original: Callable[[], str]) -> Callable[[], str]:
+def _wrap_lookup(original: Callable[[], Any], answer: Callable[[_Chip], Any]) -> Callable[[], Any]:
+    """`original` (a lookup taking no arguments), answered by the chip when one answers."""
+
     @functools.wraps(original)
-    def get_device_kind() -> str:
+    def lookup() -> Any:
         chip = _answering()
-        return chip.device_kind if chip is not None else original()
+        return answer(chip) if chip is not None else original()
 
-    return get_device_kind
+    return lookup
 
 
-def _wrap_num_cores(original: Callable[[], int]) -> Callable[[], int]:
-    @functools.wraps(original)
-    def get_num_device_cores() -> int:
-        chip = _answering()
-        return chip.cores if chip is not None else original()
+def _device_kind(chip: _Chip) -> str:
+    return chip.device_kind
 
-    return get_num_device_cores
+
+def _cores(chip: _Chip) -> int:
+    return chip.cores
 
 
 def _wrap_is_tpu(original: Callable[[], bool]) -> Callable[[], bool]:
@@ -177,15 +172,6 @@ def _abstract_mesh(chip: _Chip) -> Any:
     return jax.sharding.AbstractMesh(
         (1,), ("_pallaslab",), (jax.sharding.AxisType.Auto,), abstract_device=device
     )
-
-
-def _wrap_default_cores(original: Callable[[], int]) -> Callable[[], int]:
-    @functools.wraps(original)
-    def default_num_cores() -> int:
-        chip = _answering()
-        return chip.cores if chip is not None else original()
-
-    return default_num_cores
 
 
 def _rebind(original: Any, replacement: Any) -> None:
@@ -239,8 +225,8 @@ def install() -> list[str]:
         if module is None:  # pragma: no cover - a JAX without Pallas TPU
             return []
         wrappers: dict[str, Callable[[Any], Any]] = {
-            "get_device_kind": _wrap_device_kind,
-            "get_num_device_cores": _wrap_num_cores,
+            "get_device_kind": lambda f: _wrap_lookup(f, _device_kind),
+            "get_num_device_cores": lambda f: _wrap_lookup(f, _cores),
             "is_tpu_device": _wrap_is_tpu,
         }
         for name, wrap in wrappers.items():
@@ -252,7 +238,7 @@ def install() -> list[str]:
         default_cores = getattr(mesh_module, "_get_default_num_cores", None)
         create_mesh = getattr(mesh_module, "create_tensorcore_mesh", None)
         if callable(default_cores):  # newer JAX: one lookup, also for TensorCoreMesh(...)
-            _rebind(default_cores, _wrap_default_cores(default_cores))
+            _rebind(default_cores, _wrap_lookup(default_cores, _cores))
             _installed.append("_get_default_num_cores")
         elif callable(create_mesh):  # jax 0.10: the lookup is inline
             _rebind(create_mesh, _wrap_mesh(create_mesh))

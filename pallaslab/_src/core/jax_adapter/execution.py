@@ -20,23 +20,15 @@ from pallaslab._src.core.jax_adapter.probes import (
     mlir_module,
     pallas_call_module,
     source_info_util,
+    trace_state,
 )
 
 _auto_interpret = threading.local()
 
 
-def _trace_state(name: str, default: Any) -> Any:
-    """A piece of JAX's trace context (and jit key) of pallaslab's own, if JAX has them."""
-    config = getattr(getattr(jax, "_src", None), "config", None)
-    make = getattr(getattr(config, "config_ext", None), "Config", None)
-    if make is None:  # pragma: no cover - depends on the JAX version
-        return None
-    return make(name, default, include_in_jit_key=True, include_in_trace_context=True)
-
-
 # Whether mesh kernels bound on a CPU get an interpreter (see `mesh_interpret`): in the
 # trace context, so a function traced to be inspected is traced again to be run.
-_MESH_INTERPRET = _trace_state("pallaslab_mesh_interpret", True)
+_MESH_INTERPRET = trace_state("pallaslab_mesh_interpret", True)
 _cpu_rule_installed = False
 _platform_rules: set[str] = set()
 # pallaslab's emulator (core/emulator.py registers it): given a pallas_call's params,
