@@ -408,6 +408,8 @@ def test_a_tpu_mesh_kernel_is_a_tpu_kernel():
     # The Kernels tab and the IR tab say so.
     (shown,) = overview.payload(inspection)["kernels"]
     assert (shown["kind"], shown["backend"]) == ("pl.kernel", "mosaic_tpu")
+    assert shown["kindText"] == "pl.kernel on a TPU mesh (Mosaic TPU)"
+    assert "pl.kernel on a TPU mesh (Mosaic TPU), grid (1)" in overview.static_html(inspection)
     from pallaslab._src.views.tabs import ir
 
     assert ir.default_target(kernel) == "mosaic-tpu:v5e"
@@ -475,6 +477,7 @@ def test_gpu_mesh_kernels_stay_mosaic_gpu():
     inspection = pallaslab.inspect(double, S((256,), jnp.float32))
     (kernel,) = inspection.kernels
     assert (kernel.kind, kernel.backend) == ("plgpu.kernel", "mosaic_gpu")
+    assert overview.kind_text(kernel) == "plgpu.kernel on a GPU mesh (Mosaic GPU)"
     assert "'mosaic-gpu' target" in inspection.lower("mosaic-tpu:v5e").error.message
     result = inspection.run(ref=lambda a: a * 2)  # on CPU: Pallas' interpreter
     assert result.comparison.ok

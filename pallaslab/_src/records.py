@@ -250,7 +250,8 @@ class Kernel:
 
         Args:
             backend: "gpu" or "tpu".
-            prefetch: Scalar-prefetch values, when an output's index map reads them.
+            prefetch: Scalar-prefetch values, when an output's index map reads them
+                (`Inspection.races` passes those of the example arguments).
 
         Returns:
             The conflicts (programs, operand, block), empty when the kernel is clean.

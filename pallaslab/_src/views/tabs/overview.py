@@ -93,12 +93,23 @@ def _races(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
     return found
 
 
+_MESHES = {"mosaic_tpu": "a TPU mesh (Mosaic TPU)", "mosaic_gpu": "a GPU mesh (Mosaic GPU)"}
+
+
+def kind_text(kernel: Kernel) -> str:
+    """What built the kernel, in words: "" for a pallas_call, else its kind and mesh."""
+    if kernel.kind == "pallas_call":
+        return ""
+    return f"{kernel.kind} on {_MESHES.get(kernel.backend, 'a mesh')}"
+
+
 def _kernel(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
     cost = kernel.cost_estimate
     return {
         "index": kernel.index,
         "name": kernel.name,
         "kind": kernel.kind,
+        "kindText": kind_text(kernel),
         "grid": list(kernel.grid),
         "gridNames": list(kernel.grid_names) if kernel.grid_names else None,
         "programs": kernel.num_programs,
@@ -150,9 +161,11 @@ def static_html(inspection: Inspection) -> str:
         grid = " x ".join(map(str, kernel["grid"])) or "()"
         where = kernel["source"]
         defined = f" — defined at {where['label']} line {where['line']}" if where else ""
+        built = f"{kernel['kindText']}, " if kernel["kindText"] else ""
         parts.append(
-            f"<h4>{html.escape(kernel['name'])} <small>grid ({html.escape(grid)}), "
-            f"{kernel['programs']} programs{html.escape(defined)}</small></h4>"
+            f"<h4>{html.escape(kernel['name'])} <small>{html.escape(built)}"
+            f"grid ({html.escape(grid)}), {kernel['programs']} programs{html.escape(defined)}"
+            "</small></h4>"
         )
         rows = "".join(
             "<tr>" + "".join(f"<td>{html.escape(str(op[c]))}</td>" for c in _COLUMNS) + "</tr>"
