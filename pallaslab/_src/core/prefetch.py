@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src.core import jax_adapter, running
+from pallaslab._src.core import chips, jax_adapter, running
 from pallaslab._src.core.inspection import Program
 
 # Past this much input data, the program is not evaluated up to a kernel on its
@@ -80,5 +80,5 @@ def _evaluate(
     # Kernels before this one run too (interpreted on CPU); a program that cannot be
     # evaluated this way gives no values, which callers report as unknown.
     jax_adapter.install_cpu_interpret()
-    with jax_adapter.auto_interpret():
+    with jax_adapter.auto_interpret(), chips.tracing_chip():
         return tuple(np.asarray(v) for v in jax_adapter.prefetch_values(site, program, inputs))

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import chips, jax_adapter
 from pallaslab._src.core.inspection import Inspection
 from pallaslab._src.core.prefetch import example_inputs, prefetch_values
 from pallaslab._src.geometry import blocks as geometry_blocks
@@ -155,7 +155,7 @@ def _operand_values(
     if program is not None and leaves is not None:
         # Kernels before this one run too, in interpret mode on CPU.
         jax_adapter.install_cpu_interpret()
-        with jax_adapter.auto_interpret():
+        with jax_adapter.auto_interpret(), chips.tracing_chip():
             inputs = jax_adapter.kernel_inputs(site, program, leaves)
     if inputs is None:
         notices.append(
