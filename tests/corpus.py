@@ -37,6 +37,9 @@ class Case:
     reference: Callable[..., Any]
     kernels: tuple[KernelFacts, ...]
     kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # Whether pallaslab's emulator runs every kernel (else Pallas' interpreter does:
+    # DMAs, pipelines, mesh kernels).
+    emulated: bool = True
 
 
 def f32(*shape: int) -> jax.ShapeDtypeStruct:
@@ -398,6 +401,160 @@ def scalar_prefetch() -> Case:
     )
 
 
+# 12. pl.Element blocks with padding: a 3-point stencil whose blocks overlap by a
+# halo row on each side; the first and last blocks start and end in the padding.
+HALO_ROWS, HALO_BLOCK = 64, 8
+
+
+def element_halo() -> Case:
+    def stencil_kernel(x_ref, o_ref):
+        i = pl.program_id(0)
+        # Rows i*8-1 .. i*8+8 of x: the padding rows (outside x) hold garbage.
+        rows = i * HALO_BLOCK - 1 + jax.lax.broadcasted_iota(jnp.int32, x_ref.shape, 0)
+        x = jnp.where((rows >= 0) & (rows < HALO_ROWS), x_ref[...], 0.0)
+        o_ref[...] = x[:-2] + x[1:-1] + x[2:]
+
+    # Element dimensions take element offsets (into the padded array); on TPU, every
+    # dimension of such a block is an Element one.
+    fn = pl.pallas_call(
+        stencil_kernel,
+        out_shape=jax.ShapeDtypeStruct((HALO_ROWS, 8, 128), jnp.float32),
+        grid=(HALO_ROWS // HALO_BLOCK,),
+        in_specs=[
+            pl.BlockSpec(
+                (pl.Element(HALO_BLOCK + 2, (1, 1)), pl.Element(8), pl.Element(128)),
+                lambda i: (i * HALO_BLOCK, 0, 0),
+            )
+        ],
+        out_specs=pl.BlockSpec((HALO_BLOCK, 8, 128), lambda i: (i, 0, 0)),
+    )
+
+    def reference(x):
+        padded = jnp.pad(x, ((1, 1), (0, 0), (0, 0)))
+        return padded[:-2] + padded[1:-1] + padded[2:]
+
+    return Case(
+        "element_halo",
+        fn,
+        (f32(HALO_ROWS, 8, 128),),
+        reference,
+        (KernelFacts((8,), ((10, 8, 128), (8, 8, 128)), ("in", "out"), ("add", "select_n")),),
+    )
+
+
+# 13. pltpu.emit_pipeline: the kernel takes whole arrays in HBM (pl.ANY) and runs its
+# own pipeline of blocks over them (the Pallas TPU pipelining tutorial's style).
+def _pipelined_add_kernel(x_hbm, y_hbm, o_hbm):
+    def add_block(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    block = pl.BlockSpec((128, 128), lambda i, j: (i, j))
+    pltpu.emit_pipeline(add_block, grid=(4, 2), in_specs=[block, block], out_specs=block)(
+        x_hbm, y_hbm, o_hbm
+    )
+
+
+def pipelined_add() -> Case:
+    anywhere = pl.BlockSpec(memory_space=pl.ANY)
+    fn = pl.pallas_call(
+        _pipelined_add_kernel,
+        out_shape=jax.ShapeDtypeStruct((512, 256), jnp.float32),
+        in_specs=[anywhere, anywhere],
+        out_specs=anywhere,
+    )
+    return Case(
+        "pipelined_add",
+        fn,
+        (f32(512, 256), f32(512, 256)),
+        lambda x, y: x + y,
+        (
+            KernelFacts(
+                (), ((512, 256), (512, 256), (512, 256)), ("in", "in", "out"), ("dma_start",)
+            ),
+        ),
+        emulated=False,
+    )
+
+
+# 14. pl.kernel on a TPU TensorCore mesh: refs in HBM, copied block by block into a
+# VMEM buffer with DMAs, a chip-dependent op (jnp.sign); the mesh is made where the
+# program is traced (on CPU, pallaslab says which TPU it is).
+MESH_ROWS, MESH_BLOCK = 256, 64
+
+
+def _mesh_sign_body(x_hbm, o_hbm, buf, sem):
+    def step(b, carry):
+        rows = pl.ds(b * MESH_BLOCK, MESH_BLOCK)
+        pltpu.make_async_copy(x_hbm.at[rows], buf, sem).start()
+        pltpu.make_async_copy(x_hbm.at[rows], buf, sem).wait()
+        x = buf[...]
+        buf[...] = jnp.sign(x) * jnp.sqrt(jnp.abs(x))
+        pltpu.make_async_copy(buf, o_hbm.at[rows], sem).start()
+        pltpu.make_async_copy(buf, o_hbm.at[rows], sem).wait()
+        return carry
+
+    jax.lax.fori_loop(0, MESH_ROWS // MESH_BLOCK, step, 0)
+
+
+def tpu_mesh_kernel() -> Case:
+    def signed_sqrt(x):
+        mesh = pltpu.create_tensorcore_mesh("core")
+        return pl.kernel(
+            _mesh_sign_body,
+            out_type=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            mesh=mesh,
+            scratch_types=[pltpu.VMEM((MESH_BLOCK, 128), jnp.float32), pltpu.SemaphoreType.DMA],
+        )(x)
+
+    return Case(
+        "tpu_mesh_kernel",
+        jax.jit(signed_sqrt),
+        (f32(MESH_ROWS, 128),),
+        lambda x: jnp.sign(x) * jnp.sqrt(jnp.abs(x)),
+        (
+            KernelFacts(
+                (1,),
+                ((MESH_ROWS, 128), (MESH_ROWS, 128), (MESH_BLOCK, 128), ()),
+                ("in", "out", "scratch", "scratch"),
+                ("dma_start", "sign"),
+            ),
+        ),
+        emulated=False,
+    )
+
+
+# 15. Scalar prefetch choosing the OUTPUT block: each program scatters its block of
+# x to the row block `dest[i]` (a permutation), so races depend on the table.
+def scatter_blocks(dest: tuple[int, ...] = (3, 0, 6, 1, 7, 2, 5, 4)) -> Case:
+    def kernel(dest_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0
+
+    n = len(dest)
+    fn = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((8 * n, 128), jnp.float32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1,
+            grid=(n,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, dest: (i, 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i, dest: (dest[i], 0)),
+        ),
+    )
+    table = jnp.array(dest, dtype=jnp.int32)
+
+    def reference(dest, x):
+        blocks = x.reshape(n, 8, 128) * 2.0
+        return jnp.zeros_like(blocks).at[dest].set(blocks).reshape(8 * n, 128)
+
+    return Case(
+        "scatter_blocks",
+        fn,
+        (table, f32(8 * n, 128)),
+        reference,
+        (KernelFacts((n,), ((n,), (8, 128), (8, 128)), ("in", "in", "out")),),
+    )
+
+
 ALL: tuple[Callable[[], Case], ...] = (
     vector_add,
     blocked_add,
@@ -410,4 +567,8 @@ ALL: tuple[Callable[[], Case], ...] = (
     two_kernels,
     grad_custom_vjp,
     scalar_prefetch,
+    element_halo,
+    pipelined_add,
+    tpu_mesh_kernel,
+    scatter_blocks,
 )

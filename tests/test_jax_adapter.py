@@ -779,3 +779,71 @@ class TestEmulationShapes:
         assert emulation.interpret_kind(False) == ""
         assert emulation.interpret_kind(True) == "plain"
         assert emulation.interpret_kind(pltpu.InterpretParams()) == "InterpretParams"
+
+
+# --- Which TPU Pallas is on, and mesh kernels (core/jax_adapter/chips.py, kernels.py). ---
+
+
+class TestChipsAndMeshShapes:
+    def test_chip_lookups_are_module_functions_the_others_call(self):
+        from jax._src.pallas.mosaic import tpu_info
+
+        from pallaslab._src.core.jax_adapter import chips
+
+        wrapped = chips.install()
+        assert {"get_device_kind", "get_num_device_cores", "is_tpu_device"} <= set(wrapped)
+        assert {"create_tensorcore_mesh", "_get_default_num_cores"} & set(wrapped)
+        # get_tpu_info asks get_device_kind / get_num_device_cores of its own module.
+        for chip, (kind, cores) in chips.TPU_DEVICE_KINDS.items():
+            with chips.chip_scope(chip):
+                assert tpu_info.get_device_kind() == kind
+                assert tpu_info.get_num_device_cores() == cores
+                assert str(tpu_info.get_tpu_info().chip_version) == chip
+
+    def test_the_chip_is_part_of_the_trace_context(self):
+        from jax._src import config
+
+        from pallaslab._src.core.jax_adapter import chips
+
+        before = config.trace_context()
+        with chips.chip_scope("v4"):
+            assert config.trace_context() != before
+        assert config.trace_context() == before
+
+    def test_tensorcore_meshes_count_the_chosen_chip_s_cores(self):
+        from jax.experimental.pallas import tpu as pltpu
+
+        from pallaslab._src.core.jax_adapter import chips
+
+        with chips.chip_scope("v5p"):
+            assert pltpu.create_tensorcore_mesh("core").shape == {"core": 2}
+        with chips.chip_scope("v5e"):
+            assert pltpu.create_tensorcore_mesh("core").shape == {"core": 1}
+
+    def test_mesh_kernel_params_and_mesh_modules(self):
+        from jax.experimental.pallas import mosaic_gpu as plgpu
+        from jax.experimental.pallas import tpu as pltpu
+
+        from pallaslab._src.core.jax_adapter import execution, kernels
+
+        primitives = {p.name for p in execution.mesh_primitives()}
+        assert primitives == {"mpmd_map", "core_map"}
+        tpu_mesh = pltpu.create_tensorcore_mesh("core", num_cores=1)
+        gpu_mesh = plgpu.Mesh(grid=(2,), grid_names=("x",))
+        assert kernels.mesh_backend(tpu_mesh) == "mosaic_tpu"
+        assert kernels.mesh_backend(gpu_mesh) == "mosaic_gpu"
+
+        def body(x_ref, o_ref):
+            pltpu.sync_copy(x_ref, o_ref)
+
+        fn = pl.kernel(body, out_type=corpus.f32(8, 128), mesh=tpu_mesh)
+        with jax_adapter.mesh_interpret(False):
+            (site,) = jax_adapter.find_kernel_sites(jax.make_jaxpr(fn)(corpus.f32(8, 128)))
+        assert site.primitive == "mpmd_map"
+        assert {"meshes", "jaxprs", "out_avals", "interpret"} <= set(site.params)
+        assert not site.params["interpret"]
+        # Bound on a CPU to run: Pallas' TPU interpreter, chosen when bound.
+        jax_adapter.install_cpu_interpret()
+        closed = jax.make_jaxpr(fn)(corpus.f32(8, 128))
+        (site,) = jax_adapter.find_kernel_sites(closed)
+        assert type(site.params["interpret"]).__name__ == "InterpretParams"

@@ -516,6 +516,10 @@ CORPUS_TARGETS = {
     "two_kernels": ("triton", "mosaic-gpu", "mosaic-tpu:v5e"),
     "grad_custom_vjp": ("triton", "mosaic-gpu", "mosaic-tpu:v5e"),
     "scalar_prefetch": ("mosaic-tpu:v5e",),
+    "element_halo": ("mosaic-tpu:v5e",),
+    "pipelined_add": ("mosaic-tpu:v5e",),
+    "tpu_mesh_kernel": ("mosaic-tpu:v5e",),
+    "scatter_blocks": ("mosaic-tpu:v5e",),
 }
 
 

@@ -114,18 +114,25 @@ class Operand:
 
     @property
     def block_bytes(self) -> int:
-        """Bytes in one block."""
-        return self.block_elements * np.dtype(self.dtype).itemsize
+        """Bytes in one block (0 for semaphores, which hold no data)."""
+        return self.block_elements * _itemsize(self.dtype)
 
     @property
     def nbytes(self) -> int:
-        """Bytes in the whole array."""
-        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+        """Bytes in the whole array (0 for semaphores)."""
+        return math.prod(self.shape) * _itemsize(self.dtype)
 
     @property
     def label(self) -> str:
         """A short human name: the parameter name, else role and position."""
         return self.name or f"{self.role}{self.position}"
+
+
+def _itemsize(dtype: str) -> int:
+    try:
+        return int(np.dtype(dtype).itemsize)
+    except TypeError:  # a semaphore ("dma_sem", "semaphore"): no data
+        return 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,8 +151,9 @@ class Kernel:
     Attributes:
         index: Order of this kernel in the program (0-based).
         name: The kernel's name: `pallas_call(name=...)` or the kernel function's.
-        kind: "pallas_call", or "plgpu.kernel" for Mosaic GPU kernels written with
-            `plgpu.kernel` / `pl.core_map`.
+        kind: "pallas_call"; for mesh kernels (whole refs over a mesh of cores),
+            "plgpu.kernel" on a GPU mesh (`plgpu.kernel`, `pl.kernel`,
+            `pl.core_map`), "pl.kernel" or "pl.core_map" on a TPU one.
         grid: The grid (after vmap, which adds axes).
         grid_names: Names of the grid axes, when given.
         operands: Inputs, outputs and scratch buffers, in kernel-argument order.
@@ -154,7 +162,7 @@ class Kernel:
         source: Where the kernel function is defined.
         call_site: Where the program invoked the kernel, when known.
         backend: The backend its compiler params select ("triton", "mosaic_tpu",
-            "mosaic_gpu"), or "" when none were given.
+            "mosaic_gpu"), or its mesh's for a mesh kernel; "" when none is known.
         compiler_params: The compiler params' fields as (name, repr) pairs.
         dimension_semantics: Per grid axis ("parallel", "arbitrary", ...), when given.
         cost_estimate: The declared cost, when given.
@@ -242,7 +250,8 @@ class Kernel:
 
         Args:
             backend: "gpu" or "tpu".
-            prefetch: Scalar-prefetch values, when an output's index map reads them.
+            prefetch: Scalar-prefetch values, when an output's index map reads them
+                (`Inspection.races` passes those of the example arguments).
 
         Returns:
             The conflicts (programs, operand, block), empty when the kernel is clean.
@@ -393,6 +402,8 @@ class RunResult:
             mode), empty when none do or no check ran.
         race_checks: Races found by running kernels in other orders their backends
             allow, for kernels whose geometry shows conflicts.
+        seeded_inputs: The arguments (their paths) that were given as shapes and ran
+            on seeded random data.
     """
 
     backend: str
@@ -405,6 +416,7 @@ class RunResult:
     notices: tuple[str, ...] = ()
     leaks: tuple[Leak, ...] = ()
     race_checks: tuple[RaceCheck, ...] = ()
+    seeded_inputs: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

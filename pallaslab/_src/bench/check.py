@@ -19,6 +19,7 @@ from pallaslab._src import closeness
 from pallaslab._src.bench import live, tiles
 from pallaslab._src.core import jax_adapter, running, tracing
 from pallaslab._src.core.inspection import Inspection, Program
+from pallaslab._src.core.prefetch import prefetch_values
 from pallaslab._src.core.running import tolerance_for
 from pallaslab._src.records import ArraySpec, Comparison, Operand, RunResult, TileMismatch
 
@@ -309,15 +310,7 @@ def _locate(
 
 
 def _prefetch(inspection: Inspection, kernel_index: int, leaves: Sequence[Any]) -> tuple[Any, ...]:
-    program = _program_of(inspection)
-    if program is None or not leaves or not inspection.kernels[kernel_index].num_scalar_prefetch:
-        return ()
-    try:
-        return tuple(
-            jax_adapter.prefetch_values(program.sites[kernel_index], program, list(leaves))
-        )
-    except Exception:
-        return ()
+    return prefetch_values(_program_of(inspection), kernel_index, list(leaves) or None)
 
 
 def with_located_mismatches(inspection: Inspection) -> Inspection:

@@ -27,9 +27,8 @@ from pallaslab._src.bench import cache as tune_cache
 from pallaslab._src.bench import check as checking
 from pallaslab._src.bench import harness, live, roofline, sweep
 from pallaslab._src.bench.live import Observer
-from pallaslab._src.core import tracing
+from pallaslab._src.core import tiling, tracing
 from pallaslab._src.core.inspection import Inspection
-from pallaslab._src.geometry.blocks import stray_blocks
 from pallaslab._src.records import ArraySpec
 
 # Kernel backends whose lowering can be checked on a CPU-only machine, and for what.
@@ -417,11 +416,11 @@ def _try_config(
         raise
     except Exception as error:
         return failed("failed to trace", _message(error))
-    for kernel in inspection.kernels:
-        for stray in stray_blocks(kernel):
-            return failed(
-                "failed: block outside its array", f"in kernel {kernel.name}, {stray.describe()}"
-            )
+    leaves = program.dynamic_leaves(built.args, built.kwargs)
+    for kernel, stray in tiling.stray_blocks(inspection, leaves):
+        return failed(
+            "failed: block outside its array", f"in kernel {kernel.name}, {stray.describe()}"
+        )
     if error_text := _lowering_error(inspection, program, notices):
         return failed("failed to lower", error_text)
     try:

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pallaslab._src import hardware, sources, textdiff
-from pallaslab._src.core.chips import chip_for, natural_target
 from pallaslab._src.core.inspection import Inspection
+from pallaslab._src.core.kernel_targets import chip_for, natural_target
 from pallaslab._src.diffs import Delta, Diff, IrDiff, LinePair, Value
 from pallaslab._src.geometry.merit import Chip, KernelMerit, chip_named, kernel_merit, on_chip
 from pallaslab._src.lowered import GpuResources, Lowered, TpuResources

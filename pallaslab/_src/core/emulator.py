@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import chips, jax_adapter
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.geometry.blocks import block_starts
@@ -271,13 +271,20 @@ def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.Ke
 def plan_for_site(site: jax_adapter.KernelSite) -> Plan:
     """The plan for a kernel found in a traced program."""
     if site.primitive != "pallas_call":
+        name, kind, backend = jax_adapter.mesh_kernel_summary(site)
+        where = {"mosaic_tpu": "a TPU mesh", "mosaic_gpu": "a GPU mesh"}.get(backend, "a mesh")
+        chosen = site.params.get("interpret")
+        interpreter = (
+            ", run by Pallas' TPU interpreter" if backend == "mosaic_tpu" and not chosen else ""
+        )
         return Plan(
-            str(site.params.get("name", "kernel")),
+            name,
             (),
             (),
             (),
             (),
-            f"it is a {site.primitive} kernel, which the emulator does not run",
+            f"it is a mesh kernel ({kind} on {where}{interpreter}), which the emulator "
+            "does not run",
         )
     return analyse(site.params, site.in_avals)[1]
 
@@ -838,7 +845,12 @@ def emulate(
         backend = jax.default_backend()
         if backend != "cpu":
             jax_adapter.install_platform_rule(backend)
-        with adapter.emulation_scope(request), jax_adapter.auto_interpret(), _forced(request):
+        with (
+            adapter.emulation_scope(request),
+            jax_adapter.auto_interpret(),
+            _forced(request),
+            chips.tracing_chip(),
+        ):
             return fn(*args, **kwargs)
 
     return emulated

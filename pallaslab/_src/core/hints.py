@@ -15,8 +15,8 @@ from typing import Any
 
 from pallaslab._src import hardware
 from pallaslab._src.core import jax_adapter
-from pallaslab._src.core.chips import chip_for, natural_target, triton_style
 from pallaslab._src.core.inspection import Inspection
+from pallaslab._src.core.kernel_targets import chip_for, natural_target, triton_style
 from pallaslab._src.geometry.hints import HintInputs, kernel_hints
 from pallaslab._src.geometry.merit import Chip, chip_named, kernel_merit
 from pallaslab._src.geometry.tilemap import TileMap

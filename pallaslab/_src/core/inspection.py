@@ -13,6 +13,7 @@ from pallaslab._src.records import ArraySpec, Kernel, RunResult
 if TYPE_CHECKING:
     from pallaslab._src.bench.check import CheckResult
     from pallaslab._src.geometry.accesses import BlockAccesses
+    from pallaslab._src.geometry.races import Conflict
     from pallaslab._src.geometry.tilemap import TileMap
     from pallaslab._src.perfhints import Hint
 
@@ -142,6 +143,29 @@ class Inspection:
         from pallaslab._src.core import tiling  # noqa: PLC0415
 
         return tiling.tile_map(self, kernel, prefetch, schedule)
+
+    def races(self, kernel: int | str | Kernel = 0, backend: str = "gpu") -> list[Conflict]:
+        """Blocks of a kernel's outputs whose writers conflict under a backend's rules.
+
+        Like `kernel.races(backend)`, but index maps that read scalar-prefetch values
+        get those of the example arguments (seeded random arrays where only shapes
+        were given: the same `Inspection.run()` uses), as `tiles()` does.
+
+        Args:
+            kernel: The kernel's index or name (default: the first kernel), or its
+                record.
+            backend: "gpu" or "tpu".
+
+        Raises:
+            ValueError: When an index map cannot be evaluated, or reads prefetch
+                values that cannot be known here.
+        """
+        from pallaslab._src.core.prefetch import prefetch_values  # noqa: PLC0415
+        from pallaslab._src.geometry.races import find_races  # noqa: PLC0415
+
+        record = kernel if isinstance(kernel, Kernel) else self.kernel(kernel)
+        values = prefetch_values(self._program, record.index) if record.num_scalar_prefetch else ()
+        return find_races(record, backend, values)
 
     def accesses(
         self, kernel: int | str = 0, program: Sequence[int] | None = None

@@ -12,7 +12,7 @@ import jax
 import numpy as np
 
 from pallaslab._src.closeness import element_errors
-from pallaslab._src.core import checking, emulator, jax_adapter
+from pallaslab._src.core import checking, chips, emulator, jax_adapter
 from pallaslab._src.core.inspection import Program
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.records import (
@@ -93,7 +93,8 @@ def run_program(
     Args:
         program: The traced program.
         args: Positional arguments as the traced callable takes them; with neither
-            these nor `kwargs`, the traced examples (random data for shapes).
+            these nor `kwargs`, the traced examples. Arguments given as shapes
+            (`jax.ShapeDtypeStruct`) run on seeded random data (`example_arrays`).
         kwargs: Keyword arguments.
         ref: A callable taking the same arguments, or the expected output(s).
         interpret: Run kernels in Pallas' own interpreter (also on GPU and TPU).
@@ -103,11 +104,14 @@ def run_program(
     """
     if program.jitted is None or program.rebuild is None:
         raise ValueError("no single program was traced; name a call to run it")
-    leaves = (
-        program.dynamic_leaves(args, kwargs)
-        if args or kwargs
-        else example_arrays(program.example_args)
+    given = program.dynamic_leaves(args, kwargs) if args or kwargs else list(program.example_args)
+    # Arguments given as shapes (jax.ShapeDtypeStruct) run on seeded random data.
+    seeded = tuple(
+        spec.path
+        for spec, leaf in zip(program.args, given, strict=True)
+        if isinstance(leaf, jax.ShapeDtypeStruct)
     )
+    leaves = example_arrays(given)
     backend = jax.default_backend()
     emulating = backend == "cpu" and not interpret
     plans = [emulator.plan_for_site(site) for site in program.sites] if emulating else []
@@ -143,6 +147,7 @@ def run_program(
         notices=tuple(notices),
         leaks=tuple(leaks),
         race_checks=tuple(race_checks),
+        seeded_inputs=seeded,
     )
 
 
@@ -151,12 +156,14 @@ def kernel_scope(interpret: bool = False) -> Iterator[None]:
     """Kernels traced within run emulated on CPU, or interpreted when forced.
 
     Everything that runs a user's kernels (a run, a cell, the timing harness) runs
-    them in this scope, so they all take the same path.
+    them in this scope, so they all take the same path. Off a TPU, TPU programs are
+    traced for the chosen chip (`chips.tracing_chip`).
     """
     emulator.install()
     backend = jax.default_backend()
     request = emulator.INTERPRET if interpret else emulator.EMULATE if backend == "cpu" else None
     with (
+        chips.tracing_chip(),
         jax_adapter.auto_interpret(),
         jax_adapter.forced_interpret(interpret),
         emulator.scope(request),

@@ -17,10 +17,9 @@ from typing import Any
 import jax
 
 from pallaslab._src import sources
-from pallaslab._src.core import jax_adapter, running, tracing
+from pallaslab._src.core import jax_adapter, running, tiling, tracing
 from pallaslab._src.core.diagnose import Diagnosis, diagnose
 from pallaslab._src.core.inspection import Inspection, Program
-from pallaslab._src.geometry.blocks import stray_blocks
 from pallaslab._src.records import SourceLocation
 
 # The magic line is line 1 of the cell; the body starts on line 2.
@@ -238,28 +237,26 @@ def _check_blocks(
 ) -> None:
     """Stops with a clear message when a block lies wholly outside its array."""
     leaves = program.dynamic_leaves(args, kwargs)
-    for kernel, site in zip(inspection.kernels, program.sites, strict=True):
-        prefetch = jax_adapter.prefetch_values(site, program, leaves)
-        for stray in stray_blocks(kernel, prefetch):
-            index_map = stray.operand.index_map
-            location = (
-                SourceLocation(index_map.source_file, index_map.source_line)
-                if index_map and index_map.source_file
-                else kernel.call_site
-            )
-            label = name_source(location.file) if location else None
-            raise _CellFailedError(
-                Diagnosis(
-                    "block-out-of-bounds",
-                    f"in kernel {kernel.name}, {stray.describe()}",
-                    "Every block needs at least one element inside its array: check the "
-                    "grid and the index map (an index map returns block indices, not "
-                    "element offsets).",
-                    location=location if label else None,
-                    label=label or "",
-                ),
-                None,
-            )
+    for kernel, stray in tiling.stray_blocks(inspection, leaves)[:1]:
+        index_map = stray.operand.index_map
+        location = (
+            SourceLocation(index_map.source_file, index_map.source_line)
+            if index_map and index_map.source_file
+            else kernel.call_site
+        )
+        label = name_source(location.file) if location else None
+        raise _CellFailedError(
+            Diagnosis(
+                "block-out-of-bounds",
+                f"in kernel {kernel.name}, {stray.describe()}",
+                "Every block needs at least one element inside its array: check the "
+                "grid and the index map (an index map returns block indices, not "
+                "element offsets).",
+                location=location if label else None,
+                label=label or "",
+            ),
+            None,
+        )
 
 
 def _run(

@@ -1,27 +1,26 @@
 """Tile maps and element-level accesses of an inspection's kernels.
 
 The geometry is pure NumPy (`geometry/`); this module supplies what only the
-traced program knows: the scalar-prefetch values of the run, and each program's
-blocks of real data for interpreting the kernel body.
+traced program knows: the scalar-prefetch values of the run (`prefetch`), and each
+program's blocks of real data for interpreting the kernel body. Also the one check,
+before a run, for blocks that miss their arrays.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from pallaslab._src.core import jax_adapter
-from pallaslab._src.core.inspection import Inspection, Program
+from pallaslab._src.core import chips, jax_adapter
+from pallaslab._src.core.inspection import Inspection
+from pallaslab._src.core.prefetch import example_inputs, prefetch_values
+from pallaslab._src.geometry import blocks as geometry_blocks
 from pallaslab._src.geometry.accesses import BlockAccesses, RefInfo
+from pallaslab._src.geometry.blocks import StrayBlock
 from pallaslab._src.geometry.tilemap import TileMap, schedule_of
 from pallaslab._src.records import Kernel
-
-# Past this much input data, blocks are filled with random values instead of
-# evaluating the program up to the kernel (which would allocate it all).
-MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
 def tile_map(
@@ -50,28 +49,31 @@ def _site(inspection: Inspection, record: Kernel) -> jax_adapter.KernelSite | No
     return program.sites[record.index]
 
 
-def _leaves(program: Program) -> list[Any] | None:
-    """Concrete program arguments: the examples, with shapes turned into seeded data."""
-    from pallaslab._src.core import running  # noqa: PLC0415 - running imports this package
-
-    size = sum(
-        math.prod(np.shape(a)) * np.dtype(a.dtype).itemsize
-        for a in program.example_args
-        if hasattr(a, "dtype")
-    )
-    if size > MAX_INPUT_BYTES:
-        return None
-    return running.example_arrays(program.example_args)
-
-
 def _prefetch(inspection: Inspection, record: Kernel) -> tuple[np.ndarray, ...]:
-    site = _site(inspection, record)
-    if site is None or inspection._program is None:  # noqa: SLF001
-        return ()
-    leaves = _leaves(inspection._program)  # noqa: SLF001
-    if leaves is None:
-        return ()
-    return tuple(jax_adapter.prefetch_values(site, inspection._program, leaves))  # noqa: SLF001
+    return prefetch_values(inspection._program, record.index)  # noqa: SLF001
+
+
+def stray_blocks(
+    inspection: Inspection, leaves: Sequence[Any] | None = None
+) -> list[tuple[Kernel, StrayBlock]]:
+    """Blocks of an inspection's kernels that lie wholly outside their arrays.
+
+    The one pre-check before a run (the magic, tuning, grading): index maps that
+    read scalar-prefetch values get those of `leaves` (the program's traced inputs;
+    None: the example arguments; shapes become a run's seeded data).
+
+    Returns:
+        (kernel, its first stray block) per operand with one, in kernel order.
+    """
+    found: list[tuple[Kernel, StrayBlock]] = []
+    for kernel in inspection.kernels:
+        values = (
+            prefetch_values(inspection._program, kernel.index, leaves)  # noqa: SLF001
+            if kernel.num_scalar_prefetch
+            else ()
+        )
+        found.extend((kernel, stray) for stray in geometry_blocks.stray_blocks(kernel, values))
+    return found
 
 
 def block_accesses(
@@ -148,12 +150,12 @@ def _operand_values(
     """Each operand's whole array, where known (inputs); None for outputs and scratch."""
     found: list[np.ndarray | None] = [None] * len(record.operands)
     program = inspection._program  # noqa: SLF001
-    leaves = _leaves(program) if program is not None else None
+    leaves = example_inputs(program) if program is not None else None
     inputs = None
     if program is not None and leaves is not None:
         # Kernels before this one run too, in interpret mode on CPU.
         jax_adapter.install_cpu_interpret()
-        with jax_adapter.auto_interpret():
+        with jax_adapter.auto_interpret(), chips.tracing_chip():
             inputs = jax_adapter.kernel_inputs(site, program, leaves)
     if inputs is None:
         notices.append(

@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import chips, jax_adapter
 from pallaslab._src.core.inspection import Inspection, Program
 from pallaslab._src.records import ArraySpec
 
@@ -72,7 +72,10 @@ def trace_program(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str,
     name = _callable_name(fn)
     functools.update_wrapper(flat_fn, fn, assigned=("__name__", "__qualname__"), updated=())
     abstract = [jax.ShapeDtypeStruct(np.shape(x), _dtype_of(x)) for x in dynamic_leaves]
-    closed, out_shapes = jax.make_jaxpr(flat_fn, return_shape=True)(*abstract)
+    # TPU programs ask which TPU they are on while tracing: off a TPU, the chosen one.
+    # Kernels are traced as written (no interpreter chosen for them: that is a run's).
+    with chips.tracing_chip(), jax_adapter.mesh_interpret(False):
+        closed, out_shapes = jax.make_jaxpr(flat_fn, return_shape=True)(*abstract)
     arg_paths = _argument_paths(fn, args, kwargs, dynamic)
     return Program(
         name=name,

@@ -19,13 +19,12 @@ from typing import Any
 import numpy as np
 
 from pallaslab._src.bench.check import CheckPoint, CheckResult, compare_located, materialize
-from pallaslab._src.core import running, tracing
+from pallaslab._src.core import running, tiling, tracing
 from pallaslab._src.core.diagnose import SourceNamer, diagnose
 from pallaslab._src.core.inspection import Inspection, Program
 from pallaslab._src.course import cells
 from pallaslab._src.course.feedback import CaseOutcome, Feedback
 from pallaslab._src.course.spec import Case, Exercise
-from pallaslab._src.geometry.blocks import stray_blocks
 from pallaslab._src.records import Leak, RunResult, TileMismatch, short_dtype
 
 _LEAK_HINTS = {
@@ -207,32 +206,24 @@ def _structure(
             hint="Compute the result inside a kernel called with `pl.pallas_call`.",
             cases=(*outcomes, CaseOutcome(label, False, "no Pallas kernel")),
         )
-    from pallaslab._src.core import jax_adapter  # noqa: PLC0415
-
-    leaves = program.dynamic_leaves(args, kwargs)
-    for kernel, site in zip(inspection.kernels, program.sites, strict=True):
-        try:
-            prefetch = tuple(jax_adapter.prefetch_values(site, program, leaves))
-        except Exception:
-            prefetch = ()
-        for stray in stray_blocks(kernel, prefetch):
-            index_map = stray.operand.index_map
-            where = ""
-            if index_map is not None and index_map.source_file:
-                named = namer(index_map.source_file)
-                where = f"{named} {index_map.source_line}" if named else ""
-            return Feedback(
-                **base,
-                ok=False,
-                kind="out-of-bounds",
-                message=f"On {label}: in kernel {kernel.name}, {stray.describe()}",
-                hint=(
-                    "Every block needs at least one element inside its array: check the grid "
-                    "and the index map (it returns block indices, not element offsets)."
-                ),
-                location=where,
-                cases=(*outcomes, CaseOutcome(label, False, "a block lies outside its array")),
-            )
+    for kernel, stray in tiling.stray_blocks(inspection, program.dynamic_leaves(args, kwargs)):
+        index_map = stray.operand.index_map
+        where = ""
+        if index_map is not None and index_map.source_file:
+            named = namer(index_map.source_file)
+            where = f"{named} {index_map.source_line}" if named else ""
+        return Feedback(
+            **base,
+            ok=False,
+            kind="out-of-bounds",
+            message=f"On {label}: in kernel {kernel.name}, {stray.describe()}",
+            hint=(
+                "Every block needs at least one element inside its array: check the grid "
+                "and the index map (it returns block indices, not element offsets)."
+            ),
+            location=where,
+            cases=(*outcomes, CaseOutcome(label, False, "a block lies outside its array")),
+        )
     return None
 
 

@@ -75,7 +75,7 @@ def race_free(backend: str) -> Requirement:
     def test(inspection: Inspection) -> str:
         for kernel in inspection.kernels:
             try:
-                conflicts = kernel.races(backend)
+                conflicts = inspection.races(kernel, backend)
             except ValueError as error:
                 return f"its races could not be checked: {error}"
             if conflicts:

@@ -53,31 +53,42 @@ class StrayBlock:
         program: The program's grid indices.
         start: The block's first element, per dimension.
         dim: The first dimension along which the block misses the array.
+        size: The block's extent along `dim` (the slice's, for a bounded slice).
     """
 
     operand: Operand
     program: tuple[int, ...]
     start: tuple[int, ...]
     dim: int
+    size: int = 0
 
     def describe(self) -> str:
         """One sentence for error messages."""
         o = self.operand
-        size = o.block_shape[self.dim] or 1
+        size = self.size or o.block_shape[self.dim] or 1
+        low, high = _padding(o)[self.dim]
+        extent = f"only {o.shape[self.dim]}"
+        if low or high:
+            last = o.shape[self.dim] + high - 1
+            extent += f" (padded by {low} before and {high} after: {-low}..{last})"
         return (
             f"the block of {o.label} for program {self.program} covers elements "
             f"{self.start[self.dim]}..{self.start[self.dim] + size - 1} of dimension "
-            f"{self.dim}, which has only {o.shape[self.dim]} (block shape "
+            f"{self.dim}, which has {extent} (block shape "
             f"{_fmt(o.block_shape)}, array shape {_fmt(o.shape)})."
         )
 
 
 def stray_blocks(kernel: Kernel, prefetch: Sequence[np.ndarray] = ()) -> list[StrayBlock]:
-    """Blocks that start outside their array: every block needs one element inside.
+    """Blocks wholly outside their array: every block needs one element inside.
 
-    Edge blocks that hang over the end are fine (Pallas pads them); a block that
-    starts past the end, or before the start, reads or writes nothing real.
-    Operands whose index maps cannot be evaluated here are skipped.
+    As permissive as Pallas: a block that overlaps its array anywhere is fine (edge
+    blocks hang over the end; an element dimension's block may start in its
+    padding, or before the array by less than its size), and an element
+    dimension's array includes its `pl.Element` padding, which Pallas reads. A
+    block that lies wholly past the end, or wholly before the start, reads or
+    writes nothing real. Operands whose index maps cannot be evaluated here are
+    skipped.
 
     Returns:
         At most one `StrayBlock` per operand: its first offending program.
@@ -89,14 +100,46 @@ def stray_blocks(kernel: Kernel, prefetch: Sequence[np.ndarray] = ()) -> list[St
         if operand.index_map.uses_prefetch and not prefetch:
             continue
         starts = block_starts(operand, kernel.grid, prefetch)
-        extent = np.asarray(operand.shape, dtype=np.int64)
-        bad = (starts >= extent) | (starts < 0)
+        sizes = _extents(operand, kernel.grid, prefetch, starts.shape)
+        padding = np.asarray(_padding(operand), dtype=np.int64).reshape(-1, 2)
+        first = -padding[:, 0]
+        end = np.asarray(operand.shape, dtype=np.int64) + padding[:, 1]
+        bad = (starts >= end) | (starts + sizes <= first)
         if not bad.any():
             continue
         where = np.argwhere(bad)[0]
         program, dim = tuple(int(v) for v in where[:-1]), int(where[-1])
-        found.append(StrayBlock(operand, program, tuple(int(v) for v in starts[program]), dim))
+        found.append(
+            StrayBlock(
+                operand,
+                program,
+                tuple(int(v) for v in starts[program]),
+                dim,
+                int(sizes[(*program, dim)]),
+            )
+        )
     return found
+
+
+def _padding(operand: Operand) -> tuple[tuple[int, int], ...]:
+    """Per dimension, the `pl.Element` padding (low, high) Pallas adds around the array."""
+    return operand.element_padding or ((0, 0),) * len(operand.shape)
+
+
+def _extents(
+    operand: Operand, grid: Sequence[int], prefetch: Sequence[np.ndarray], shape: tuple[int, ...]
+) -> np.ndarray:
+    """Each program's block extent per dimension: the block size, or a slice's size."""
+    sizes = np.empty(shape, dtype=np.int64)
+    for d, size in enumerate(operand.block_shape):
+        sizes[..., d] = 1 if size is None else size
+    if operand.index_map is not None and operand.index_map.sizes:
+        sliced = operand.index_map.evaluate_sizes(grid_indices(grid), prefetch)
+        for d, value in enumerate(sliced):
+            if value is not None:
+                # A bounded slice's size is dynamic, at least 1 element.
+                sizes[..., d] = np.maximum(np.broadcast_to(value, shape[:-1]), 1)
+    return sizes
 
 
 def _fmt(shape: Sequence[int | None]) -> str:

@@ -15,6 +15,7 @@ products), `outputs` (which kernel writes each
 program output), `gpu_timing` (kernel times on GPU).
 `lowering` (lowering one kernel for GPU/TPU, reading the kernel out of the module).
 `emulation` (a pallas_call's body, blocks and padding, for the emulator).
+`chips` (the TPU chip Pallas' lookups answer for, while tracing and lowering).
 """
 
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
@@ -33,6 +34,7 @@ from pallaslab._src.core.jax_adapter.execution import (
     install_platform_rule as install_platform_rule,
 )
 from pallaslab._src.core.jax_adapter.execution import kernel_inputs as kernel_inputs
+from pallaslab._src.core.jax_adapter.execution import mesh_interpret as mesh_interpret
 from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetch_values
 from pallaslab._src.core.jax_adapter.execution import recording_kernels as recording_kernels
 from pallaslab._src.core.jax_adapter.execution import same_kernel as same_kernel
@@ -50,6 +52,7 @@ from pallaslab._src.core.jax_adapter.kernels import KernelSite as KernelSite
 from pallaslab._src.core.jax_adapter.kernels import find_kernel_sites as find_kernel_sites
 from pallaslab._src.core.jax_adapter.kernels import jaxpr_text as jaxpr_text
 from pallaslab._src.core.jax_adapter.kernels import kernel_from_site as kernel_from_site
+from pallaslab._src.core.jax_adapter.kernels import mesh_kernel_summary as mesh_kernel_summary
 from pallaslab._src.core.jax_adapter.kernels import (
     primitives_outside_kernels as primitives_outside_kernels,
 )
@@ -66,6 +69,8 @@ from pallaslab._src.core.jax_adapter.lowering import (
     lowering_error_primitive as lowering_error_primitive,
 )
 from pallaslab._src.core.jax_adapter.lowering import module_text as module_text
+from pallaslab._src.core.jax_adapter.lowering import sites_on_chip as sites_on_chip
+from pallaslab._src.core.jax_adapter.lowering import tpu_chip as tpu_chip
 from pallaslab._src.core.jax_adapter.lowering import tpu_chip_known as tpu_chip_known
 from pallaslab._src.core.jax_adapter.outputs import output_writers as output_writers
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES as CALL_PRIMITIVES

@@ -404,7 +404,10 @@ class Interpreter:
         for var in jaxpr.invars:
             aval = getattr(var.aval, "inner_aval", var.aval)
             shape = tuple(getattr(aval, "shape", ()))
-            dtype = np.dtype(getattr(aval, "dtype", np.float32))
+            try:
+                dtype = np.dtype(getattr(aval, "dtype", np.float32))
+            except TypeError:  # a semaphore: what uses it stops the interpretation
+                dtype = np.dtype(np.int32)
             buffer = Buffer(
                 self.first_scoped + len(self.scoped), np.full(shape, _fill(dtype), dtype)
             )

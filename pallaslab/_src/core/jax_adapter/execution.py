@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import threading
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -11,7 +12,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core.jax_adapter.kernels import KernelSite
+from pallaslab._src.core.jax_adapter.kernels import KernelSite, mesh_backend, mesh_of
 from pallaslab._src.core.jax_adapter.probes import (
     PALLAS_CALL,
     feature_notice,
@@ -19,9 +20,15 @@ from pallaslab._src.core.jax_adapter.probes import (
     mlir_module,
     pallas_call_module,
     source_info_util,
+    trace_state,
 )
 
 _auto_interpret = threading.local()
+
+
+# Whether mesh kernels bound on a CPU get an interpreter (see `mesh_interpret`): in the
+# trace context, so a function traced to be inspected is traced again to be run.
+_MESH_INTERPRET = trace_state("pallaslab_mesh_interpret", True)
 _cpu_rule_installed = False
 _platform_rules: set[str] = set()
 # pallaslab's emulator (core/emulator.py registers it): given a pallas_call's params,
@@ -90,8 +97,90 @@ def install_cpu_interpret() -> str | None:
     mlir_module.register_lowering(
         pallas_call_module.pallas_call_p, _lowering_rule("cpu"), platform="cpu"
     )
+    _install_mesh_interpret()
     _cpu_rule_installed = True
     return None
+
+
+def _install_mesh_interpret() -> None:
+    """Lets mesh kernels (`pl.kernel`, `pl.core_map`) bound on a CPU run interpreted.
+
+    JAX lowers a mesh kernel for CPU only when it asked for an interpreter, and the
+    interpreter's effects are fixed when the kernel is bound: so the choice is made
+    there. A kernel on a TPU mesh that asked for none gets Pallas' TPU interpreter
+    (`pltpu.InterpretParams`, faithful to TPU memory spaces, DMAs and semaphores),
+    one on another mesh Pallas' interpreter; never while `auto_interpret` is off.
+    """
+    for primitive in mesh_primitives():
+        if "bind" in vars(primitive):
+            continue
+        inner = types.MethodType(type(primitive).bind, primitive)
+
+        def bind(*args: Any, _inner: Any = inner, **params: Any) -> Any:
+            if not params.get("interpret") and _auto_mesh_interpret():
+                params = dict(params, interpret=mesh_interpreter(params))
+            return _inner(*args, **params)
+
+        primitive.bind = bind
+
+
+def _auto_mesh_interpret() -> bool:
+    return (
+        bool(getattr(_auto_interpret, "on", True))
+        and (_MESH_INTERPRET is None or bool(_MESH_INTERPRET.value))
+        and jax.default_backend() == "cpu"
+    )
+
+
+@contextlib.contextmanager
+def mesh_interpret(on: bool) -> Iterator[None]:
+    """Within the block, mesh kernels bound on a CPU get an interpreter when `on`.
+
+    Off while tracing a program to inspect it (the kernel as written) and while
+    lowering for another platform (the kernel as it compiles there).
+    """
+    if _MESH_INTERPRET is None:  # pragma: no cover - depends on the JAX version
+        yield
+        return
+    previous = _MESH_INTERPRET.swap_local(on)
+    try:
+        yield
+    finally:
+        _MESH_INTERPRET.set_local(previous)
+
+
+def mesh_primitives() -> list[Any]:
+    """The primitives mesh kernels bind (`mpmd_map`, `core_map`) this JAX has."""
+    found = []
+    for module_name, attribute in (
+        ("jax._src.pallas.mpmd", "mpmd_map_p"),
+        ("jax._src.pallas.core", "core_map_p"),
+    ):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # pragma: no cover - depends on the JAX version
+            continue
+        primitive = getattr(module, attribute, None)
+        if primitive is not None:
+            found.append(primitive)
+    return found
+
+
+def mesh_interpreter(params: dict[str, Any]) -> Any:
+    """The interpreter a mesh kernel runs in off its hardware (see above)."""
+    if mesh_backend(mesh_of(params)) == "mosaic_tpu":
+        tpu = _optional_module("jax.experimental.pallas.tpu")
+        make = getattr(tpu, "InterpretParams", None)
+        if make is not None:
+            return make()
+    return True
+
+
+def _optional_module(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # pragma: no cover - depends on the JAX version
+        return None
 
 
 def install_platform_rule(platform: str) -> None:
@@ -129,7 +218,7 @@ def auto_interpret(on: bool = True) -> Iterator[None]:
 
 @contextlib.contextmanager
 def recording_kernels() -> Iterator[list[KernelSite]]:
-    """Records every `pallas_call` bound while the block runs.
+    """Records every kernel (`pallas_call`, mesh kernel) bound while the block runs.
 
     Kernels inside a function that JAX already compiled are not traced again, so
     they are not seen here; callers say so when nothing was recorded.
@@ -139,14 +228,21 @@ def recording_kernels() -> Iterator[list[KernelSite]]:
         yield sites
         return
     assert pallas_call_module is not None
-    primitive = pallas_call_module.pallas_call_p
+    with contextlib.ExitStack() as stack:
+        for primitive in (pallas_call_module.pallas_call_p, *mesh_primitives()):
+            stack.enter_context(_recording(primitive, sites))
+        yield sites
+
+
+@contextlib.contextmanager
+def _recording(primitive: Any, sites: list[KernelSite]) -> Iterator[None]:
     shadowed = primitive.__dict__.get("bind")
     inner_bind = shadowed or types.MethodType(type(primitive).bind, primitive)
 
     def recording_bind(*args: Any, **params: Any) -> Any:
         sites.append(
             KernelSite(
-                primitive=PALLAS_CALL,
+                primitive=primitive.name,
                 params=dict(params),
                 in_avals=tuple(_aval_of(a) for a in args),
                 source_info=source_info_util.current(),
@@ -155,14 +251,14 @@ def recording_kernels() -> Iterator[list[KernelSite]]:
         )
         return inner_bind(*args, **params)
 
-    primitive.bind = recording_bind  # type: ignore[method-assign]
+    primitive.bind = recording_bind
     try:
-        yield sites
+        yield
     finally:
         if shadowed is None:
             del primitive.bind
         else:
-            primitive.bind = shadowed  # type: ignore[method-assign]
+            primitive.bind = shadowed
 
 
 @contextlib.contextmanager
@@ -258,7 +354,17 @@ def _aval_of(value: Any) -> Any:
 
 def same_kernel(a: KernelSite, b: KernelSite) -> bool:
     """Whether two sites bind the same kernel body on the same operand types."""
-    return a.params.get("jaxpr") is b.params.get("jaxpr") and a.in_avals == b.in_avals
+    return (
+        a.primitive == b.primitive
+        and _body(a) is _body(b)
+        and _body(a) is not None
+        and a.in_avals == b.in_avals
+    )
+
+
+def _body(site: KernelSite) -> Any:
+    bodies = site.params.get("jaxprs")
+    return bodies[0] if bodies else site.params.get("jaxpr")
 
 
 def site_function(site: KernelSite) -> Callable[..., Any]:

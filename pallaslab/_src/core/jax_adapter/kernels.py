@@ -213,29 +213,20 @@ def _work(body: Any, grid: tuple[int, ...]) -> KernelWork | None:
 
 
 def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
-    """A `plgpu.kernel` / `pl.core_map` kernel: whole-array refs over a mesh."""
+    """A mesh kernel (`pl.kernel`, `plgpu.kernel`, `pl.core_map`): whole refs over a mesh."""
     params = site.params
     body = params["jaxprs"][0] if "jaxprs" in params else params["jaxpr"]
-    mesh = params["meshes"][0] if "meshes" in params else params["mesh"]
+    mesh = mesh_of(params)
     grid = tuple(int(d) for d in getattr(mesh, "grid", tuple(mesh.shape.values())))
     names = getattr(mesh, "grid_names", None) or tuple(mesh.shape)
     debug = body.debug_info
-    num_inputs = len(site.in_avals)
-    arg_names = _arg_names(debug, len(body.invars))
-    operands = []
-    for position, var in enumerate(body.invars):
-        operands.append(
-            _whole_buffer(
-                var.aval,
-                position=position,
-                role="in" if position < num_inputs else "out",
-                name=arg_names[position] if position < len(arg_names) else "",
-                origin=(
-                    f"args[{position}]"
-                    if position < num_inputs
-                    else f"outputs[{position - num_inputs}]"
-                ),
-            )
+    compiler_params = params.get("compiler_params")
+    backend = _backend_of(compiler_params) or mesh_backend(mesh)
+    if site.primitive == "core_map":
+        operands = _core_map_operands(body)
+    else:
+        operands = _mapped_operands(
+            body, len(site.in_avals), len(params.get("out_avals", ())) or None
         )
     for k, aval in enumerate(_scoped_allocations(body)):
         operands.append(
@@ -244,12 +235,11 @@ def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
             )
         )
     text, source_map = jaxpr_text(body)
-    compiler_params = params.get("compiler_params")
     name = params.get("name") or (debug.func_name if debug else "kernel")
     return Kernel(
         index=index,
         name=str(name),
-        kind="plgpu.kernel",
+        kind=mesh_kernel_kind(site.primitive, backend),
         grid=grid,
         grid_names=_names(names),
         operands=tuple(operands),
@@ -257,11 +247,112 @@ def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
         jaxpr_source_map=source_map,
         source=_function_location(debug) or _first_body_location(body),
         call_site=_user_location(site.source_info),
-        backend=_backend_of(compiler_params) or "mosaic_gpu",
+        backend=backend or "mosaic_gpu",
         compiler_params=_params_fields(compiler_params),
         path=site.path,
         work=_work(body, grid),
     )
+
+
+def mesh_kernel_summary(site: KernelSite) -> tuple[str, str, str]:
+    """(name, kind, backend) of a mesh kernel, as its record names them."""
+    params = site.params
+    body = params["jaxprs"][0] if "jaxprs" in params else params["jaxpr"]
+    debug = body.debug_info
+    backend = _backend_of(params.get("compiler_params")) or mesh_backend(mesh_of(params))
+    name = params.get("name") or (debug.func_name if debug else "kernel")
+    return str(name), mesh_kernel_kind(site.primitive, backend), backend
+
+
+def mesh_of(params: dict[str, Any]) -> Any:
+    """The mesh a mesh kernel runs on (the first, for several)."""
+    return params["meshes"][0] if "meshes" in params else params["mesh"]
+
+
+def mesh_backend(mesh: Any) -> str:
+    """The backend a Pallas mesh belongs to: "mosaic_gpu", "mosaic_tpu" or ""."""
+    module = type(mesh).__module__
+    if "mosaic_gpu" in module or "triton" in module:
+        return "mosaic_gpu"
+    if "pallas.mosaic" in module:  # TensorCoreMesh, the SparseCore meshes
+        return "mosaic_tpu"
+    return ""
+
+
+def mesh_kernel_kind(primitive: str, backend: str) -> str:
+    """How a mesh kernel is named in records: by its backend and what built it."""
+    if backend == "mosaic_gpu":
+        return "plgpu.kernel"
+    return "pl.core_map" if primitive == "core_map" else "pl.kernel"
+
+
+def _mapped_operands(body: Any, num_inputs: int, num_outputs: int | None) -> list[Operand]:
+    """`pl.kernel` / `plgpu.kernel`: inputs, outputs, then scratch, as the body takes them.
+
+    `num_outputs` None: every argument after the inputs is an output.
+    """
+    arg_names = _arg_names(body.debug_info, len(body.invars))
+    first_scratch = len(body.invars) if num_outputs is None else num_inputs + num_outputs
+    operands = []
+    for position, var in enumerate(body.invars):
+        role: Role = (
+            "in" if position < num_inputs else "out" if position < first_scratch else "scratch"
+        )
+        origin = {
+            "in": f"args[{position}]",
+            "out": f"outputs[{position - num_inputs}]",
+            "scratch": f"scratch[{position - first_scratch}]",
+        }[role]
+        operands.append(
+            _whole_buffer(
+                var.aval,
+                position=position,
+                role=role,
+                name=arg_names[position] if position < len(arg_names) else "",
+                origin=origin,
+            )
+        )
+    return operands
+
+
+def _core_map_operands(body: Any) -> list[Operand]:
+    """`pl.core_map`: the refs it closes over (written ones are its outputs), then scratch."""
+    written = _written_constvars(body)
+    operands = []
+    for position, var in enumerate(body.constvars):
+        role: Role = "out" if position in written else "in"
+        operands.append(
+            _whole_buffer(
+                var.aval, position=position, role=role, name="", origin=f"refs[{position}]"
+            )
+        )
+    for k, var in enumerate(body.invars):
+        operands.append(
+            _whole_buffer(
+                var.aval, position=len(operands), role="scratch", name="", origin=f"scratch[{k}]"
+            )
+        )
+    return operands
+
+
+def _written_constvars(body: Any) -> set[int]:
+    """Positions of the constvars a body writes, from its write effects.
+
+    An effect names its input by variable (`input`) in a jaxpr, by position in
+    older JAX (`input_index`, counting constvars first).
+    """
+    positions = {id(v): k for k, v in enumerate(body.constvars)}
+    found = set()
+    for effect in getattr(body, "effects", ()):
+        if type(effect).__name__ not in ("WriteEffect", "AccumEffect"):
+            continue
+        target = getattr(effect, "input", getattr(effect, "input_index", None))
+        if isinstance(target, int):
+            if target < len(body.constvars):
+                found.add(target)
+        elif id(target) in positions:
+            found.add(positions[id(target)])
+    return found
 
 
 def _whole_buffer(

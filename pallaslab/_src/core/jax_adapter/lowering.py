@@ -22,7 +22,8 @@ from typing import Any
 
 import jax
 
-from pallaslab._src.core.jax_adapter.kernels import KernelSite
+from pallaslab._src.core.jax_adapter import chips, execution
+from pallaslab._src.core.jax_adapter.kernels import KernelSite, find_kernel_sites
 from pallaslab._src.core.jax_adapter.probes import (
     PALLAS_CALL,
     pallas_call_module,
@@ -48,7 +49,6 @@ passmanager = _optional("jax._src.lib.mlir", "passmanager")
 jax_triton = _optional("jax._src.lib.triton")
 jax_tpu = _optional("jax._src.lib", "tpu")
 jax_mosaic_gpu = _optional("jax._src.lib", "mosaic_gpu_dialect")
-tpu_info = _optional("jax._src.pallas.mosaic.tpu_info")
 
 
 def _require(module: Any, name: str) -> Any:
@@ -57,20 +57,13 @@ def _require(module: Any, name: str) -> Any:
     return module
 
 
+# TPU generations pallaslab targets -> (device kind, TensorCores per device).
+TPU_DEVICE_KINDS = chips.TPU_DEVICE_KINDS
+
 # Custom-call targets of the three kernel backends.
 TRITON_TARGET = "__gpu$xla.gpu.triton"
 MOSAIC_GPU_TARGET = "mosaic_gpu_v2"
 MOSAIC_TPU_TARGET = "tpu_custom_call"
-
-# TPU generations pallaslab targets -> (device kind Pallas knows the chip by,
-# TensorCores per device as libtpu's compile-only topology reports them).
-TPU_DEVICE_KINDS: dict[str, tuple[str, int]] = {
-    "v4": ("TPU v4", 1),
-    "v5e": ("TPU v5 lite", 1),
-    "v5p": ("TPU v5", 2),
-    "v6e": ("TPU v6 lite", 1),
-    "7x": ("TPU7x", 1),
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +103,10 @@ def kernel_function(site: KernelSite) -> Callable[..., Any]:
     elif site.primitive == PALLAS_CALL and pallas_call_module is not None:
         primitive = pallas_call_module.pallas_call_p
     else:
-        raise NotImplementedError(f"lowering a recorded {site.primitive} kernel alone")
+        found = [p for p in execution.mesh_primitives() if p.name == site.primitive]
+        if not found:
+            raise NotImplementedError(f"lowering a recorded {site.primitive} kernel alone")
+        primitive = found[0]
     params = dict(site.params)
     if params.get("interpret"):
         params["interpret"] = False
@@ -118,6 +114,15 @@ def kernel_function(site: KernelSite) -> Callable[..., Any]:
     def run_kernel(*args: Any) -> Any:
         return primitive.bind(*args, **params)
 
+    if site.primitive == "core_map":
+        # `pl.core_map` writes refs it closes over: lowered inside a `run_state`
+        # over its operands, as the program that ran it does.
+        run_state = _optional("jax.experimental.pallas", "run_state")
+
+        def run_on_refs(*args: Any) -> Any:
+            return run_state(lambda refs: primitive.bind(*refs, **params))(tuple(args))
+
+        return run_on_refs
     return run_kernel
 
 
@@ -140,21 +145,14 @@ def gpu_backend(mosaic_gpu: bool | None) -> Iterator[None]:
         yield
 
 
-@contextlib.contextmanager
-def tpu_chip(generation: str) -> Iterator[None]:
-    """Within the block, Pallas lowers for TPU as if on this chip.
+def tpu_chip(generation: str, *, fallback: bool = False) -> contextlib.AbstractContextManager[None]:
+    """Within the block, Pallas traces and lowers for TPU as if on this chip.
 
-    Pallas asks the default device which TPU it is; on a CPU machine the answer is
-    "cpu". An abstract mesh carrying an abstract TPU device (public JAX API) answers
-    for it, and is part of JAX's trace context, so caches keep chips apart.
+    Every lookup of the chip answers for it (`chips.chip_scope`), also those made
+    while lowering equations traced before. With `fallback`, only where no TPU (or
+    abstract TPU device of the code's own) answers.
     """
-    device_kind, cores = TPU_DEVICE_KINDS[generation]
-    device = jax.sharding.AbstractDevice(device_kind=device_kind, num_cores=cores, platform="tpu")
-    mesh = jax.sharding.AbstractMesh(
-        (1,), ("_pallaslab",), (jax.sharding.AxisType.Explicit,), abstract_device=device
-    )
-    with jax.sharding.use_abstract_mesh(mesh):
-        yield
+    return chips.chip_scope(generation, fallback=fallback)
 
 
 def lower_module(
@@ -170,13 +168,22 @@ def lower_module(
     `platform` is "cuda", "tpu" or "cpu"; None lowers for the backend at hand.
     """
     chip = tpu_chip(tpu_generation) if tpu_generation else contextlib.nullcontext()
-    with gpu_backend(mosaic_gpu), chip:
+    # Mesh kernels get an interpreter only where they run on this CPU.
+    cross = platform not in (None, "cpu")
+    with gpu_backend(mosaic_gpu), chip, execution.mesh_interpret(not cross):
         traced = jax.jit(fn).trace(*args)
         if platform is None:
             lowered = traced.lower()
         else:
             lowered = traced.lower(lowering_platforms=(platform,))
         return lowered.compiler_ir("stablehlo")
+
+
+def sites_on_chip(fn: Callable[..., Any], args: Sequence[Any], generation: str) -> list[KernelSite]:
+    """The kernels of `fn(*args)`, traced as if on TPU `generation` (as written)."""
+    with tpu_chip(generation), execution.mesh_interpret(False):
+        closed = jax.make_jaxpr(fn)(*args)
+    return find_kernel_sites(closed)
 
 
 def module_text(module: Any) -> str:
@@ -301,16 +308,14 @@ def export_for_tpu(fn: Callable[..., Any], args: Sequence[Any], generation: str)
     the `Exported` (without its VJP closure) crosses to a worker process of the same
     Python and JAX just as well.
     """
-    with tpu_chip(generation):
+    with tpu_chip(generation), execution.mesh_interpret(False):
         exported = jax.export.export(jax.jit(fn), platforms=["tpu"])(*args)
     return pickle.dumps(dataclasses.replace(exported, _get_vjp=None))
 
 
 def tpu_chip_known(generation: str) -> bool:
     """Whether this JAX's Pallas knows the chip's device kind."""
-    if tpu_info is None or generation not in TPU_DEVICE_KINDS:
-        return False
-    return tpu_info.chip_version_from_device_kind(TPU_DEVICE_KINDS[generation][0]) is not None
+    return chips.chip_known(generation)
 
 
 def lowering_error_location(traceback: types.TracebackType | None) -> SourceLocation | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import jax
 
@@ -18,6 +19,7 @@ __all__ = [
     "pallas_call_module",
     "source_info_util",
     "state_indexing",
+    "trace_state",
     "tree_util",
 ]
 
@@ -69,6 +71,22 @@ CALL_PRIMITIVES = frozenset(
         "checkpoint",
     }
 )
+
+
+def trace_state(name: str, default: Any) -> Any:
+    """A state of pallaslab's own in JAX's trace context and jit key (None if JAX lacks them).
+
+    Like a JAX config option: what JAX caches per trace (jitted functions, kernel
+    bodies) is kept apart per value. `.value`, `.swap_local(v)`, `.set_local(v)`.
+    """
+    try:
+        from jax._src import config  # noqa: PLC0415 - probed
+    except ImportError:  # pragma: no cover
+        return None
+    make = getattr(getattr(config, "config_ext", None), "Config", None)
+    if make is None:  # pragma: no cover - depends on the JAX version
+        return None
+    return make(name, default, include_in_jit_key=True, include_in_trace_context=True)
 
 
 def _feature(name: str, available: bool, why: str) -> tuple[str, bool, str]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import jax
 
 from pallaslab._src import hardware, sources
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import chips, jax_adapter
 from pallaslab._src.core.lowering import sourcemap, tpu_compile, tpu_rules, triton_build
 from pallaslab._src.core.lowering.occupancy import occupancy
 from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, Stage, TpuResources
@@ -123,14 +123,8 @@ class Lowerer:
         if target.program:
             return self._stablehlo(target)
         assert kernel is not None
-        if kernel.kind == "plgpu.kernel" and target.kind != "mosaic-gpu":
-            raise LoweringFailedError(
-                LoweringError(
-                    f"`{kernel.name}` is a Mosaic GPU kernel ({kernel.kind}): only the "
-                    "'mosaic-gpu' target takes it.",
-                    kernel.call_site or kernel.source,
-                )
-            )
+        if kernel.kind != "pallas_call":
+            _check_mesh_target(kernel, target)
         if target.kind == "mosaic-gpu":
             return self._mosaic_gpu(target, kernel)
         if target.kind == "triton" and target.stage == "ttir":
@@ -189,6 +183,35 @@ class Lowerer:
 
     # -- lowering one kernel ------------------------------------------------------
 
+    def _site(self, kernel: Kernel, chip: str | None) -> jax_adapter.KernelSite:
+        """The kernel as bound in the program, traced for `chip` when it is a TPU's.
+
+        A kernel may ask which TPU it is on while it is traced (`emit_pipeline`'s
+        tiling, `pltpu.get_tpu_info()` in the body): for a TPU target the program is
+        traced again as if on that chip, once per chip. Where that cannot be done (no
+        single program, or it traces to other kernels), the inspected kernel is used.
+        """
+        site = self._program.sites[kernel.index]
+        program = self._program
+        fn = program.flat_fn
+        if chip is None or fn is None or not program.example_args:
+            return site
+
+        def retrace() -> tuple[jax_adapter.KernelSite, ...]:
+            args = [jax.ShapeDtypeStruct(jax.numpy.shape(a), a.dtype) for a in program.example_args]
+            try:
+                return tuple(jax_adapter.sites_on_chip(fn, args, chip))
+            except Exception:  # the inspected trace stands
+                return ()
+
+        sites = self._share(("chip-sites", chip), retrace)
+        if len(sites) != len(program.sites):
+            return site
+        found = sites[kernel.index]
+        if found.primitive != site.primitive or found.in_avals != site.in_avals:
+            return site
+        return found
+
     def _payload(
         self,
         kernel: Kernel,
@@ -198,7 +221,7 @@ class Lowerer:
         chip: str | None = None,
     ) -> jax_adapter.KernelPayload:
         def make() -> jax_adapter.KernelPayload:
-            site = self._program.sites[kernel.index]
+            site = self._site(kernel, chip)
             try:
                 function = jax_adapter.kernel_function(site)
                 module = jax_adapter.lower_module(
@@ -338,7 +361,7 @@ class Lowerer:
         self._payload(kernel, "tpu", chip=chip)  # Pallas' own lowering errors first
 
         def export() -> bytes:
-            site = self._program.sites[kernel.index]
+            site = self._site(kernel, chip)
             try:
                 return jax_adapter.export_for_tpu(
                     jax_adapter.kernel_function(site), jax_adapter.kernel_avals(site), chip
@@ -418,7 +441,8 @@ class Lowerer:
         notes: tuple[str, ...] = ()
 
         def lower(mosaic_gpu: bool | None) -> str:
-            with jax_adapter.auto_interpret(True):
+            # The program is traced again: off a TPU, for the chosen chip.
+            with jax_adapter.auto_interpret(True), chips.tracing_chip():
                 module = jax_adapter.lower_module(
                     flat_fn,
                     args,
@@ -613,6 +637,28 @@ def lowerer_for(program: Program) -> Lowerer:
         found = _LOWERERS[key] = Lowerer(program)
         weakref.finalize(program, _LOWERERS.pop, key, None)
     return found
+
+
+# Targets that take a mesh kernel, by the backend of its mesh.
+_MESH_TARGETS = {"mosaic_gpu": ("mosaic-gpu",), "mosaic_tpu": ("mosaic-tpu", "tpu-compile")}
+
+
+def _check_mesh_target(kernel: Kernel, target: Target) -> None:
+    """A mesh kernel lowers only for its mesh's backend (a TPU mesh is no GPU's)."""
+    allowed = _MESH_TARGETS.get(kernel.backend)
+    if allowed is None or target.kind in allowed:
+        return
+    what = "a Mosaic GPU kernel" if kernel.backend == "mosaic_gpu" else "a TPU kernel"
+    names = " and ".join(f"'{t}'" for t in allowed)
+    plural = "targets take" if len(allowed) > 1 else "target takes"
+    raise LoweringFailedError(
+        LoweringError(
+            f"`{kernel.name}` is {what} ({kernel.kind} on a "
+            f"{'GPU' if kernel.backend == 'mosaic_gpu' else 'TPU'} mesh): only the "
+            f"{names} {plural} it.",
+            kernel.call_site or kernel.source,
+        )
+    )
 
 
 def _check_tiling(kernel: Kernel) -> None:

@@ -93,6 +93,9 @@ def compile_exported(exported: bytes, chip: str) -> TpuCompile:
             "TPU_ACCELERATOR_TYPE": accelerator,
             "TPU_WORKER_HOSTNAMES": "localhost",
             "TPU_WORKER_ID": "0",
+            # Compile-only: no TPU to share, so workers (and other users' libtpu) may
+            # run side by side instead of failing on libtpu's machine-wide lockfile.
+            "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
             "LIBTPU_INIT_ARGS": flags,
             "TF_CPP_MIN_LOG_LEVEL": "3",
         }

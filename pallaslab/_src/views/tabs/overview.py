@@ -43,10 +43,11 @@ _MAX_CONFLICTS = 256
 _MAX_PROGRAMS = 1 << 20
 
 
-def _races(kernel: Kernel) -> dict[str, Any]:
+def _races(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
     """Per backend: sentences for the inspector, and the conflicts as data.
 
     The data (for tile views) says which programs write which block of which output.
+    Index maps that read scalar-prefetch values get those of the example arguments.
     """
     found: dict[str, Any] = {}
     for backend in race_geometry.BACKENDS:
@@ -67,7 +68,7 @@ def _races(kernel: Kernel) -> dict[str, Any]:
             ]
         else:
             try:
-                conflicts = race_geometry.find_races(kernel, backend)
+                conflicts = inspection.races(kernel, backend)
             except ValueError as error:
                 entry["checked"] = False
                 entry["sentences"] = [f"{label}: not checked: {error}."]
@@ -117,12 +118,23 @@ def _hints(inspection: Inspection, kernel: Kernel, *, masks: bool) -> dict[str, 
     return {"hints": [_hint(h) for h in found], "masks": checked}
 
 
-def _kernel(kernel: Kernel, inspection: Inspection | None = None) -> dict[str, Any]:
+_MESHES = {"mosaic_tpu": "a TPU mesh (Mosaic TPU)", "mosaic_gpu": "a GPU mesh (Mosaic GPU)"}
+
+
+def kind_text(kernel: Kernel) -> str:
+    """What built the kernel, in words: "" for a pallas_call, else its kind and mesh."""
+    if kernel.kind == "pallas_call":
+        return ""
+    return f"{kernel.kind} on {_MESHES.get(kernel.backend, 'a mesh')}"
+
+
+def _kernel(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
     cost = kernel.cost_estimate
     return {
         "index": kernel.index,
         "name": kernel.name,
         "kind": kernel.kind,
+        "kindText": kind_text(kernel),
         "grid": list(kernel.grid),
         "gridNames": list(kernel.grid_names) if kernel.grid_names else None,
         "programs": kernel.num_programs,
@@ -145,8 +157,8 @@ def _kernel(kernel: Kernel, inspection: Inspection | None = None) -> dict[str, A
         "path": list(kernel.path),
         "aliases": [list(a) for a in kernel.input_output_aliases],
         "operands": [_operand(o) for o in kernel.operands],
-        "races": _races(kernel),
-        "hints": _hints(inspection, kernel, masks=False) if inspection is not None else None,
+        "races": _races(kernel, inspection),
+        "hints": _hints(inspection, kernel, masks=False),
     }
 
 
@@ -175,9 +187,11 @@ def static_html(inspection: Inspection) -> str:
         grid = " x ".join(map(str, kernel["grid"])) or "()"
         where = kernel["source"]
         defined = f" — defined at {where['label']} line {where['line']}" if where else ""
+        built = f"{kernel['kindText']}, " if kernel["kindText"] else ""
         parts.append(
-            f"<h4>{html.escape(kernel['name'])} <small>grid ({html.escape(grid)}), "
-            f"{kernel['programs']} programs{html.escape(defined)}</small></h4>"
+            f"<h4>{html.escape(kernel['name'])} <small>{html.escape(built)}"
+            f"grid ({html.escape(grid)}), {kernel['programs']} programs{html.escape(defined)}"
+            "</small></h4>"
         )
         rows = "".join(
             "<tr>" + "".join(f"<td>{html.escape(str(op[c]))}</td>" for c in _COLUMNS) + "</tr>"

@@ -56,6 +56,16 @@ def _race_check(check: RaceCheck) -> dict[str, Any]:
     }
 
 
+def inputs_line(inspection: Inspection) -> str:
+    """What the run ran on, when some inputs were made up: "" when all were given."""
+    result = inspection.result
+    if result is None or not result.seeded_inputs:
+        return ""
+    every = {a.path for a in inspection.args} <= set(result.seeded_inputs)
+    which = "" if every else " " + ", ".join(result.seeded_inputs)
+    return f"inputs{which}: seeded random, from shapes"
+
+
 def payload(inspection: Inspection) -> Payload:
     """The Run tab's data."""
     result = inspection.result
@@ -72,6 +82,7 @@ def payload(inspection: Inspection) -> Payload:
         "mode": result.mode,
         "seconds": fmt.seconds(result.seconds),
         "note": _NOTES.get(result.mode, ""),
+        "inputs": inputs_line(inspection),
         "notices": list(result.notices),
         "leaks": [_leak(leak) for leak in result.leaks],
         "raceChecks": [_race_check(c) for c in result.race_checks if c.orders],
@@ -120,6 +131,8 @@ def static_html(inspection: Inspection) -> str:
     ]
     if result["note"]:
         parts.append(f"<p class='pl-notice'>{html.escape(result['note'])}</p>")
+    if result["inputs"]:
+        parts.append(f"<p class='pl-facts'>{html.escape(result['inputs'])}</p>")
     rows = "".join(
         "<tr>"
         + "".join(

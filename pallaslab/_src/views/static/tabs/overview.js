@@ -52,7 +52,7 @@ TABS.overview = {
       const grid = k.grid.length ? k.grid.join(" \u00d7 ") : "()";
       const names = k.gridNames ? " (" + k.gridNames.join(", ") + ")" : "";
       const facts = [
-        k.kind === "pallas_call" ? null : k.kind,
+        k.kindText || null,
         "grid " + grid + names + " = " + k.programs + " program" + (k.programs === 1 ? "" : "s"),
         k.source ? "defined at " + k.source.label + " line " + k.source.line : null,
         k.callSite ? "run from " + k.callSite.label + " line " + k.callSite.line : null,

@@ -81,6 +81,7 @@ TABS.run = {
     if (!r) return root.append(h("p", { text: data.message }));
     root.append(h("p", {}, "Ran on ", h("b", { text: r.backend }), " (" + r.mode + ") in " + r.seconds + "."));
     if (r.note) root.append(h("p", { class: "pl-notice", text: r.note }));
+    if (r.inputs) root.append(h("p", { class: "pl-facts", text: r.inputs }));
     for (const line of r.notices || []) root.append(h("p", { class: "pl-facts", text: line }));
     for (const leak of r.leaks || []) {
       const where = leak.where ? leak.where.label + " line " + leak.where.line + ": " : "";
