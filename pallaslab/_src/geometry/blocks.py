@@ -7,11 +7,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pallaslab._src.geometry.limits import check_programs
+from pallaslab._src.geometry.tilemap import TileMap
 from pallaslab._src.records import Kernel, Operand
 
 
 def grid_indices(grid: Sequence[int]) -> list[np.ndarray]:
-    """One array per grid axis, each of shape `grid`, enumerating every program."""
+    """One array per grid axis, each of shape `grid`, enumerating every program.
+
+    Raises:
+        GridTooLargeError: For grids of more than `limits.MAX_PROGRAMS` programs.
+    """
+    check_programs(grid, "enumerate one by one")
     return list(np.indices(tuple(grid), dtype=np.int64)) if grid else []
 
 
@@ -77,26 +84,42 @@ def stray_blocks(kernel: Kernel, prefetch: Sequence[np.ndarray] = ()) -> list[St
 
     Edge blocks that hang over the end are fine (Pallas pads them); a block that
     starts past the end, or before the start, reads or writes nothing real.
-    Operands whose index maps cannot be evaluated here are skipped.
+    Operands whose index maps cannot be evaluated here are skipped, and so are
+    grids sized at run time. Blocks are computed only along the grid axes each
+    index map reads, so any grid size works (see `TileMap`).
 
     Returns:
         At most one `StrayBlock` per operand: its first offending program.
     """
+    if any(n < 0 for n in kernel.grid):
+        return []
+    tiles = TileMap(kernel, prefetch)
     found = []
-    for operand in kernel.operands:
-        if operand.index_map is None or not operand.index_map.evaluable:
+    for entry in tiles.operands:
+        operand = entry.operand
+        if entry.access != "pipelined" or operand.index_map is None:
             continue
-        if operand.index_map.uses_prefetch and not prefetch:
+        first: tuple[int, ...] | None = None
+        for start, size in zip(entry.starts, operand.shape, strict=True):
+            bad = (start >= size) | (start < 0)
+            if bad.any():
+                # The first program in row-major order whose block misses along `dim`:
+                # axes the starts do not vary along (size 1) are at index 0.
+                program = tuple(int(v) for v in np.argwhere(bad)[0])
+                first = program if first is None else min(first, program)
+        if first is None:
             continue
-        starts = block_starts(operand, kernel.grid, prefetch)
-        extent = np.asarray(operand.shape, dtype=np.int64)
-        bad = (starts >= extent) | (starts < 0)
-        if not bad.any():
-            continue
-        where = np.argwhere(bad)[0]
-        program, dim = tuple(int(v) for v in where[:-1]), int(where[-1])
-        found.append(StrayBlock(operand, program, tuple(int(v) for v in starts[program]), dim))
+        where = tuple(_at(array, first) for array in entry.starts)
+        dim = next(
+            d for d, (s, n) in enumerate(zip(where, operand.shape, strict=True)) if s >= n or s < 0
+        )
+        found.append(StrayBlock(operand, first, where, dim))
     return found
+
+
+def _at(array: np.ndarray, program: tuple[int, ...]) -> int:
+    """One program's value of a compact per-program array (size 1 along axes it ignores)."""
+    return int(array[tuple(min(p, n - 1) for p, n in zip(program, array.shape, strict=True))])
 
 
 def _fmt(shape: Sequence[int | None]) -> str:
