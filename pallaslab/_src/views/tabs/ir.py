@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
 
 # A piece of text sent in one message: this many lines, or fewer to stay under the
-# byte budget (JSON of a piece stays well under a MiB).
+# character budget (JSON escapes at most 6 bytes per character: under 2 MiB).
 CHUNK_LINES = 2000
-CHUNK_BYTES = 384 * 1024
+CHUNK_BYTES = 256 * 1024
 # A single line longer than this is cut in the view (the record keeps it whole).
 MAX_LINE = 4000
 # Lines of each lowering kept in the static HTML of a saved notebook.

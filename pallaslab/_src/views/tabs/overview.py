@@ -5,8 +5,9 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import sources
+from pallaslab._src import messages, sources
 from pallaslab._src.geometry import races as race_geometry
+from pallaslab._src.geometry.limits import MAX_PROGRAMS
 from pallaslab._src.records import Kernel, Operand, SourceLocation
 from pallaslab._src.views import fmt
 from pallaslab._src.views.tabs import Payload, Tab
@@ -58,6 +59,12 @@ def _races(kernel: Kernel) -> dict[str, Any]:
             ]
         elif not kernel.grid:
             entry["sentences"] = [f"{label}: no races: a single program."]
+        elif kernel.num_programs > MAX_PROGRAMS:
+            entry["checked"] = False
+            entry["sentences"] = [
+                f"{label}: not checked: {kernel.num_programs} programs, more than the "
+                f"{MAX_PROGRAMS:,} pallaslab checks program by program."
+            ]
         elif kernel.num_programs > _MAX_PROGRAMS:
             entry["checked"] = False
             entry["sentences"] = [
@@ -69,7 +76,7 @@ def _races(kernel: Kernel) -> dict[str, Any]:
                 conflicts = race_geometry.find_races(kernel, backend)
             except ValueError as error:
                 entry["checked"] = False
-                entry["sentences"] = [f"{label}: not checked: {error}."]
+                entry["sentences"] = [f"{label}: not checked: {messages.error_text(error)}."]
             else:
                 entry["sentences"] = race_geometry.summarize(kernel, conflicts, backend)
                 entry["total"] = len(conflicts)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+from pallaslab._src import messages
 from pallaslab._src.geometry.tilemap import TileMap, shown_dims
 from pallaslab._src.views import tilesdata
 from pallaslab._src.views.tabs import Payload, Tab
@@ -28,6 +29,8 @@ ROLE_COLOURS = {
 UNREAD = "#f6f8fa"
 # The static picture merges cells beyond this many per side (few SVG nodes).
 _STATIC_CELLS = 32
+# Grids beyond this many programs get no static picture (it is made at display time).
+STATIC_MAX_PROGRAMS = 1 << 20
 
 
 def payload(inspection: Inspection) -> Payload:
@@ -143,8 +146,7 @@ def operand_svg(tiles: TileMap, index: int, program: tuple[int, ...], width: int
     return "".join(parts)
 
 
-def _kernel_html(tiles: TileMap) -> str:
-    data = tilesdata.kernel_json(tiles)
+def _kernel_html(tiles: TileMap, data: dict[str, Any]) -> str:
     program = tiles.program_at(0)
     grid = " x ".join(map(str, tiles.grid)) or "()"
     parts = [
@@ -210,13 +212,20 @@ def _kernel_html(tiles: TileMap) -> str:
 
 
 def _kernel_section(inspection: Inspection, index: int, name: str) -> str:
+    programs = inspection.kernels[index].num_programs
+    if programs > STATIC_MAX_PROGRAMS:
+        # Seconds of counting at display time, for a picture only saved notebooks show.
+        return (
+            f"<p class='pl-notice'>{html.escape(name)}: {programs:,} programs; the Tiles tab "
+            "draws them when opened (not kept in saved notebooks).</p>"
+        )
     try:
-        tiles = inspection.tiles(index)
+        tiles, data = tilesdata.kernel_data(inspection, index)
     except (ValueError, IndexError) as error:
-        return f"<p>{html.escape(name)}: {html.escape(str(error))}</p>"
+        return f"<p>{html.escape(name)}: {html.escape(messages.error_text(error))}</p>"
     if not any(t.access in ("pipelined", "prefetch") and t.operand.shape for t in tiles.operands):
         return f"<p>{html.escape(name)}: no blocks to draw.</p>"
-    return _kernel_html(tiles)
+    return _kernel_html(tiles, data)
 
 
 def static_html(inspection: Inspection) -> str:
