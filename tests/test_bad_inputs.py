@@ -348,3 +348,36 @@ def test_bad_input(ip, case):
     ok, _ = run_cell(ip, 'copy(x) --ref "x"', copy_body())
     assert ok.success, ok.error_in_exec
     assert ip.user_ns["_kernel"].result.comparison.ok
+
+
+def test_a_failure_inside_pallaslab_is_one_message_and_loses_nothing(ip, monkeypatch):
+    from pallaslab._src import magic
+
+    class Boom(Exception):  # noqa: N818 - a stand-in for any bug
+        def __str__(self) -> str:
+            return "inspector exploded\n" * 1000
+
+    def broken(*args, **kwargs):
+        raise Boom()
+
+    monkeypatch.setattr(magic, "Inspector", broken)
+    result, captured = run_cell(ip, "copy(x)", copy_body())
+    error = result.error_in_exec
+    assert isinstance(error, KernelCellError) and error.diagnosis.kind == "internal"
+    text = "\n".join(error._render_traceback_())
+    assert "pallaslab failed on this cell: Boom: inspector exploded" in text
+    assert "bug in pallaslab" in text and len(text.splitlines()) <= 15
+    assert "Traceback" not in captured.stdout + captured.stderr
+    assert ip.user_ns["marker"] == "defined before the failure"
+    # --traceback shows the original exception.
+    result, _ = run_cell(ip, "copy(x) --traceback", copy_body())
+    assert isinstance(result.error_in_exec, Boom)
+
+
+def test_a_magic_line_mistake_prints_one_line(ip):
+    result, captured = run_cell(ip, 'copy(x) --ref "x', copy_body())
+    assert type(result.error_in_exec) is UsageError  # IPython prints exactly this type plainly
+    assert captured.stderr.strip().splitlines() == [
+        "UsageError: Cell line 1: the magic line could not be read: No closing quotation "
+        "(a quote opened and never closed?)"
+    ]

@@ -9,7 +9,6 @@ Jaxpr and IR panes each carried it: about 28 MB after three clicks).
 from __future__ import annotations
 
 import json
-import textwrap
 
 import comm
 import jax
@@ -24,6 +23,7 @@ import pallaslab
 from pallaslab._src.views import inspector as inspector_module
 from pallaslab._src.views import tilesdata
 from pallaslab._src.views.inspector import Inspector
+from tests.test_magic import ADD_CELL
 
 LIMIT = 2 * 1024 * 1024
 
@@ -100,20 +100,8 @@ def test_ten_million_programs(sent):
 
 def test_a_cell_with_a_four_megabyte_line(ip, sent):
     line = "LONG = '" + "x" * (4 << 20) + "'"
-    body = textwrap.dedent(
-        """\
-        import jax, jax.numpy as jnp
-        from jax.experimental import pallas as pl
-        def add_kernel(x_ref, y_ref, o_ref):
-            o_ref[...] = x_ref[...] + y_ref[...]
-        add = pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct((1024,), jnp.float32),
-                             grid=(8,), in_specs=[pl.BlockSpec((128,), lambda i: (i,))] * 2,
-                             out_specs=pl.BlockSpec((128,), lambda i: (i,)))
-        x = jnp.arange(1024.0); y = 2 * x
-        """
-    )
     with capture_output() as captured:
-        result = ip.run_cell(f"%%kernel add(x, y)\n{body}{line}\n")
+        result = ip.run_cell(f"%%kernel add(x, y)\n{ADD_CELL}{line}\n")
     assert result.success, result.error_in_exec
     view = next(
         o.data["application/vnd.jupyter.widget-view+json"]
@@ -132,10 +120,11 @@ def test_a_cell_with_a_four_megabyte_line(ip, sent):
     assert sum(sizes) < 3 * LIMIT  # nothing sent over and over
     bundles = [o.data for o in captured.outputs]
     assert all(size_of(b) < LIMIT for b in bundles)
-    # The long line (cell line 10) is shown cut, saying by how much: 1000 characters
-    # kept of len(line) (hand-computed count in the marker).
+    # The long line (the cell's last) is shown cut, saying by how much: 1000
+    # characters kept of len(line) (hand-computed count in the marker).
     source = widget.panes["source"]["files"][0]
-    shown = source["lines"][10 - source["first"]]
+    assert source["first"] == 1
+    shown = source["lines"][-1]
     assert shown == f"{line[:1000]} … ({len(line) - 1000:,} more characters)"
 
 

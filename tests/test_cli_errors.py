@@ -4,33 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from pallaslab._src import cli
+from tests import test_cli
 
-KERNELS = textwrap.dedent(
-    """\
-    import jax, jax.numpy as jnp
-    from jax.experimental import pallas as pl
-
-    def add_kernel(x_ref, y_ref, o_ref):
-        o_ref[...] = x_ref[...] + y_ref[...]
-
-    def add(x, y, block=128):
-        return pl.pallas_call(
-            add_kernel,
-            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-            grid=(x.shape[0] // block,),
-            in_specs=[pl.BlockSpec((block,), lambda i: (i,))] * 2,
-            out_specs=pl.BlockSpec((block,), lambda i: (i,)),
-        )(x, y)
-
-    def one_input(x):
-        return add(x)
-    """
-)
+# The kernels of test_cli.py, and a function that calls `add` wrongly (line 17).
+KERNELS = test_cli.KERNELS + "\ndef one_input(x):\n    return add(x)\n"
 
 
 @pytest.fixture

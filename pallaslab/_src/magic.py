@@ -13,7 +13,7 @@ from IPython.display import display
 from pallaslab._src import messages, settings, sources
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.diagnose import Diagnosis
-from pallaslab._src.core.session import CellOptions, execute_cell, is_user_source
+from pallaslab._src.core.session import MAGIC_LINE, CellOptions, execute_cell, is_user_source
 from pallaslab._src.records import SourceLocation
 from pallaslab._src.targets import parse_target
 from pallaslab._src.textscan import top_level
@@ -23,10 +23,6 @@ from pallaslab._src.views.inspector import Inspector
 DEFAULT_NAME = "_kernel"
 BENCH_NAME = "_bench"
 TUNE_NAME = "_tune"
-
-
-# The magic line is line 1 of the cell.
-MAGIC_LINE = 1
 
 
 def magic_line_error(message: str) -> UsageError:

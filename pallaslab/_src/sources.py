@@ -83,17 +83,21 @@ def python_text(filename: str) -> str:
     )
 
 
+def _nodes(text: str) -> list[ast.AST]:
+    """Every node of `text`'s syntax tree ([] when it is empty or not Python)."""
+    if not text:
+        return []
+    try:
+        return list(ast.walk(ast.parse(text)))
+    except SyntaxError:
+        return []
+
+
 @functools.lru_cache(maxsize=32)
 def _function_spans(text: str) -> tuple[tuple[int, int, int], ...]:
     """(first line incl. decorators, def line, last line) of every function in `text`."""
-    if not text:
-        return ()
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return ()
     spans = []
-    for node in ast.walk(tree):
+    for node in _nodes(text):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
             if node.end_lineno is not None:
@@ -132,14 +136,8 @@ def calls_to(filename: str, name: str) -> tuple[CallSpan, ...]:
 
 @functools.lru_cache(maxsize=32)
 def _call_spans(text: str) -> tuple[tuple[str, CallSpan], ...]:
-    if not text:
-        return ()
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return ()
     spans = []
-    for node in ast.walk(tree):
+    for node in _nodes(text):
         if not isinstance(node, ast.Call) or node.end_lineno is None:
             continue
         func = node.func

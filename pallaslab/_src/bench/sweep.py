@@ -310,7 +310,7 @@ def bench_points(
     except KeyboardInterrupt:
         state, message = "interrupted", f"kept the {len(rows)} measurement(s) made so far"
     except Exception as error:
-        state, message = "failed", f"{type(error).__name__}: {error}"
+        state, message = "failed", checking.one_line(error)
         observer.end(state, message)
         raise
     observer.end(state, message)

@@ -12,7 +12,7 @@ import functools
 import html
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import sources
+from pallaslab._src import messages, sources
 from pallaslab._src import targets as target_names
 from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, TpuResources
 from pallaslab._src.records import Kernel
@@ -108,7 +108,7 @@ def respond(inspection: Inspection, content: dict[str, Any]) -> dict[str, Any]:
             index = int(content.get("index", 0))
             return {"type": "chunk", **chunk(inspection, text, source_map, index)}
     except Exception as error:
-        return {"type": "failed", "message": f"{type(error).__name__}: {error}"}
+        return {"type": "failed", "message": messages.describe(error)}
     return {"type": "failed", "message": f"unknown request {kind!r}"}
 
 

@@ -43,10 +43,11 @@ _MAX_CONFLICTS = 256
 _MAX_PROGRAMS = 1 << 20
 
 
-def _races(kernel: Kernel) -> dict[str, Any]:
+def _races(kernel: Kernel, max_conflicts: int = _MAX_CONFLICTS) -> dict[str, Any]:
     """Per backend: sentences for the inspector, and the conflicts as data.
 
-    The data (for tile views) says which programs write which block of which output.
+    The data (for tile views) says which programs write which block of which output;
+    at most `max_conflicts` conflicts are sent (the sentences count them all).
     """
     found: dict[str, Any] = {}
     for backend in race_geometry.BACKENDS:
@@ -93,13 +94,13 @@ def _races(kernel: Kernel) -> dict[str, Any]:
                         "axes": list(c.axes),
                         "text": c.describe(names),
                     }
-                    for c in conflicts[:_MAX_CONFLICTS]
+                    for c in conflicts[:max_conflicts]
                 ]
         found[backend] = entry
     return found
 
 
-def _kernel(kernel: Kernel) -> dict[str, Any]:
+def _kernel(kernel: Kernel, max_conflicts: int = _MAX_CONFLICTS) -> dict[str, Any]:
     cost = kernel.cost_estimate
     return {
         "index": kernel.index,
@@ -127,7 +128,7 @@ def _kernel(kernel: Kernel) -> dict[str, Any]:
         "path": list(kernel.path),
         "aliases": [list(a) for a in kernel.input_output_aliases],
         "operands": [_operand(o) for o in kernel.operands],
-        "races": _races(kernel),
+        "races": _races(kernel, max_conflicts),
     }
 
 
@@ -139,7 +140,11 @@ def payload(inspection: Inspection) -> Payload:
             "args": [{"path": a.path, "type": str(a)} for a in inspection.args],
             "outputs": [{"path": o.path, "type": str(o)} for o in inspection.outputs],
         },
-        "kernels": [_kernel(k) for k in inspection.kernels],
+        # The pane stays small with many kernels: they share the conflicts sent.
+        "kernels": [
+            _kernel(k, max(8, _MAX_CONFLICTS // max(1, len(inspection.kernels))))
+            for k in inspection.kernels
+        ],
         "notices": list(inspection.notices),
     }
 
