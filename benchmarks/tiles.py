@@ -13,12 +13,20 @@ arguments are shapes):
 Cases: an elementwise add over a 256 x 256 grid (one operand read transposed), and
 a k-accumulating matmul over a 256 x 256 x 256 grid (16.7 million programs).
 
-Run: python benchmarks/tiles.py
+Then the widget's messages at 10**7 programs (a 1-D grid, blocks of 8): the inspector
+opened, every tab selected, the whole state sent again (as when a page asks for it)
+and a program's accesses asked for, every message measured as the kernel sends it
+(UTF-8 JSON); side by side, the Tiles data unsampled (every program's block and
+every coverage cell, what the pane used to send: 108.8 MB). Goal (issue 11): the
+largest message under 2 MiB.
+
+Run: python benchmarks/tiles.py          (python benchmarks/tiles.py --huge: only the last)
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import sys
@@ -104,8 +112,79 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return statistics.median(seconds), result
 
 
+HUGE_PROGRAMS = 10**7
+
+
+def huge_messages() -> None:
+    """The inspector's messages at 10**7 programs: sizes and times."""
+    import comm
+
+    from pallaslab._src.views.inspector import Inspector
+
+    sizes: list[int] = []
+
+    class RecordingComm(comm.DummyComm):  # type: ignore[misc]
+        def publish_msg(self, msg_type: str, data: Any = None, *args: Any, **keys: Any) -> None:
+            sizes.append(len(json.dumps(data or {}, ensure_ascii=False).encode("utf-8")))
+
+    comm.create_comm = RecordingComm
+
+    def kernel(x_ref: Any, o_ref: Any) -> None:
+        o_ref[...] = x_ref[...] * 2
+
+    spec = jax.ShapeDtypeStruct((HUGE_PROGRAMS * 8,), jnp.float32)
+    fn = pl.pallas_call(
+        kernel,
+        out_shape=spec,
+        grid=(HUGE_PROGRAMS,),
+        in_specs=[pl.BlockSpec((8,), lambda i: (i,))],
+        out_specs=pl.BlockSpec((8,), lambda i: (i,)),
+    )
+    started = time.perf_counter()
+    inspection = pallaslab.inspect(fn, spec)
+    traced_s = time.perf_counter() - started
+    started = time.perf_counter()
+    widget = Inspector(inspection)
+    display = widget._repr_mimebundle_()[0]  # with the static page
+    opened_s = time.perf_counter() - started
+    started = time.perf_counter()
+    for tab in [t["id"] for t in widget.tabs]:
+        widget.selected = tab
+    widget.send_state()
+    last = {"kind": "accesses", "kernel": 0, "program": [HUGE_PROGRAMS - 1]}
+    # As the front end's message arrives (the reply is measured like every message).
+    widget._on_request(widget, {"tab": "tiles", "id": 1, "body": last}, [])  # noqa: SLF001
+    tabs_s = time.perf_counter() - started
+    started = time.perf_counter()
+    tilesdata.forget(inspection)
+    pane = tilesdata.payload(inspection)
+    pane_s = time.perf_counter() - started
+    tiles = inspection.tiles(0)
+    unsampled = tilesdata.kernel_json(tiles, budget=math.inf)  # type: ignore[arg-type]
+    whole = len(json.dumps(unsampled).encode())
+    largest = max([*sizes, len(json.dumps(display).encode())])
+    stride = pane["kernels"][0]["stride"]
+    print(f"\n1-D grid of {HUGE_PROGRAMS:,} programs, blocks of 8 (no run):")
+    print(f"  trace                 {traced_s:8.2f} s")
+    print(f"  inspector displayed   {opened_s:8.2f} s")
+    print(f"  every tab + state     {tabs_s:8.2f} s   (the Tiles data computed here, then cached)")
+    print(f"  Tiles pane, uncached  {pane_s:8.2f} s   sampled every {stride[0]}th program")
+    verdict = "ok" if largest < GOAL_BYTES else "OVER GOAL"
+    print(
+        f"  largest message       {largest / 2**20:8.2f} MiB of {len(sizes) + 1} "
+        f"(goal {GOAL_BYTES / 2**20:.0f} MiB): {verdict}"
+    )
+    print(
+        f"  Tiles data unsampled  {whole / 2**20:8.2f} MiB = {whole / largest:.0f}x the "
+        "largest message sent"
+    )
+
+
 def main() -> None:
     jax.numpy.ones(8).block_until_ready()
+    if "--huge" in sys.argv:
+        huge_messages()
+        return
     print(f"jax {jax.__version__} on {jax.default_backend()}, median of {REPEATS}")
     for name, build in (
         ("add 16384^2, 64^2 blocks, grid 256x256", add_16384),
@@ -114,9 +193,16 @@ def main() -> None:
         inspection = build()
         kernel = inspection.kernels[0]
         map_s, _ = timed(lambda i=inspection: build_map(i))
-        payload_s, payload = timed(lambda i=inspection: tilesdata.payload(i))
+
+        def fresh_payload(i: pallaslab.Inspection = inspection) -> dict[str, Any]:
+            tilesdata.forget(i)  # the tab's data is cached per inspection
+            return tilesdata.payload(i)
+
+        payload_s, payload = timed(fresh_payload)
         payload_bytes = len(json.dumps(payload).encode())
-        static_s, static = timed(lambda i=inspection: tiles_tab.static_html(i))
+        static_s, static = timed(
+            lambda i=inspection: (tilesdata.forget(i), tiles_tab.static_html(i))[1]
+        )
         tiles = kernel.tiles()
         figures = merit.kernel_merit(tiles)
         print(f"\n{name}: {kernel.num_programs:,} programs, schedule {tiles.schedule}")
@@ -132,6 +218,7 @@ def main() -> None:
             f"  HBM traffic {figures.hbm_bytes / 2**30:.2f} GiB = {figures.traffic_ratio:.1f}x "
             f"the minimum; working set {figures.working_set_bytes / 1024:.0f} KiB per program"
         )
+    huge_messages()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import inspect
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pallaslab._src import messages
 from pallaslab._src.textscan import top_level
 
 _COMMENT = {"llvm": ";"}
@@ -48,6 +50,10 @@ _DTYPES = {
 
 class CliError(Exception):
     """A mistake on the command line (exit status 2)."""
+
+
+class SourceError(Exception):
+    """A mistake in the user's file or function: `FILE:LINE: error: ...`, exit status 1."""
 
 
 def split_top_level(text: str, separator: str = ",") -> list[str]:
@@ -108,8 +114,13 @@ def load_function(reference: str) -> Any:
     path = Path(file).resolve()
     if not path.exists():
         raise CliError(f"no such file: {file}")
+    if not path.is_file():
+        raise CliError(f"{file} is a directory; name a Python file in it, as in {file}/kernels.py")
     sys.path.insert(0, str(path.parent))  # its own imports, as `python file.py` would
-    namespace = runpy.run_path(str(path), run_name="__pallaslab_cli__")
+    try:
+        namespace = runpy.run_path(str(path), run_name="__pallaslab_cli__")
+    except Exception as error:
+        raise SourceError(_explain(error, f"{file} could not be run")) from None
     found: Any = namespace
     for part in name.split("."):
         try:
@@ -119,6 +130,41 @@ def load_function(reference: str) -> Any:
     if not callable(found):
         raise CliError(f"{name} in {file} is a {type(found).__name__}, not a function")
     return found
+
+
+def _missing_arguments(fn: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[str]:
+    """Parameters `fn` requires that `args` and `kwargs` leave unset."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError:
+        bound = set(signature.bind_partial(*args[: len(signature.parameters)]).arguments)
+        return [
+            name
+            for name, p in signature.parameters.items()
+            if p.default is p.empty
+            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            and name not in bound
+            and name not in kwargs
+        ]
+    return []
+
+
+def _explain(error: BaseException, what: str) -> str:
+    """`FILE:LINE: error: <one clear message>` for an error in the user's code."""
+    from pallaslab._src.core.diagnose import diagnose  # noqa: PLC0415
+    from pallaslab._src.core.session import is_user_source  # noqa: PLC0415
+
+    def name_source(file: str) -> str | None:
+        return file if is_user_source(file) else None
+
+    diagnosis = diagnose(error, name_source)
+    where = f"{diagnosis.location.file}:{diagnosis.location.line}: " if diagnosis.location else ""
+    text = diagnosis.summary + (f"\n{diagnosis.hint}" if diagnosis.hint else "")
+    return messages.clip(f"{where}error: {what}: {text}")
 
 
 def _commented(text: str, language: str) -> str:
@@ -180,7 +226,18 @@ def _inspect(options: argparse.Namespace) -> tuple[Any, str | int | None]:
 
     fn = load_function(options.function)
     args, kwargs = parse_args_spec(options.args or "")
-    inspection = pallaslab.inspect(fn, *args, **kwargs)
+    missing = _missing_arguments(fn, args, kwargs)
+    if missing:
+        raise CliError(
+            f"{options.function} takes {', '.join(missing)}: describe "
+            f"{'it' if len(missing) == 1 else 'them'} with --args, e.g. --args "
+            f'"{",".join("f32[1024]" for _ in missing)}" (arrays as dtype[dims], others as '
+            "Python literals)"
+        )
+    try:
+        inspection = pallaslab.inspect(fn, *args, **kwargs)
+    except Exception as error:
+        raise SourceError(_explain(error, f"tracing {options.function} failed")) from None
     kernel: str | int | None = options.kernel
     if isinstance(kernel, str) and kernel.isdigit():
         kernel = int(kernel)
@@ -202,7 +259,7 @@ def _lower(options: argparse.Namespace) -> int:
     if lowered.error is not None:
         location = lowered.error.location
         where = f"{location.file}:{location.line}: " if location else ""
-        print(f"{where}error: {lowered.error.message}", file=sys.stderr)
+        print(messages.clip(f"{where}error: {lowered.error.message}"), file=sys.stderr)
         return 1
     text, source_map, language = lowered.text, lowered.source_map, lowered.language
     if options.stage == "list":
@@ -351,8 +408,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _hints(options)
         return _lower(options)
     except CliError as error:
-        print(f"pallaslab: {error}", file=sys.stderr)
+        print(f"pallaslab: {messages.clip(messages.error_text(error))}", file=sys.stderr)
         return 2
+    except SourceError as error:
+        print(messages.error_text(error), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("pallaslab: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # never a raw traceback from pallaslab's own code
+        print(
+            f"pallaslab: internal error: {messages.describe(error)}\n"
+            "This is a bug in pallaslab; please report it with the command that showed it.",
+            file=sys.stderr,
+        )
+        return 3
 
 
 if __name__ == "__main__":

@@ -200,6 +200,18 @@ class IndexMap:
         """Whether `evaluate` can compute this index map with NumPy."""
         return self.outputs is not None
 
+    def grid_args_used(self) -> frozenset[int]:
+        """Positions of the grid indices the block indices (and slice sizes) read.
+
+        An index map that ignores a grid axis gives the same block all along it, so
+        only the axes read need evaluating (`lambda i, j: (i, 0)` reads axis 0).
+        """
+        exprs = [*(self.outputs or ()), *(s for s in self.sizes if s is not None)]
+        found: set[int] = set()
+        for expr in exprs:
+            found |= _args_read(expr)
+        return frozenset(a for a in found if a < self.num_grid_args)
+
     @property
     def uses_prefetch(self) -> bool:
         """Whether the block indices depend on scalar-prefetch values."""
@@ -260,6 +272,13 @@ class IndexMap:
         return tuple(
             np.broadcast_to(np.asarray(e.evaluate(env), dtype=np.int64), shape) for e in exprs
         )
+
+
+def _args_read(expr: Expr) -> set[int]:
+    found = {expr.value} if expr.op == "arg" else set()
+    for sub in expr.args:
+        found |= _args_read(sub)
+    return found
 
 
 def _reads_prefetch(expr: Expr) -> bool:

@@ -11,10 +11,11 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from pallaslab._src import settings, sources
+from pallaslab._src import messages, settings, sources
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.diagnose import Diagnosis
-from pallaslab._src.core.session import CellOptions, execute_cell, is_user_source
+from pallaslab._src.core.session import MAGIC_LINE, CellOptions, execute_cell, is_user_source
+from pallaslab._src.records import SourceLocation
 from pallaslab._src.targets import parse_target
 from pallaslab._src.textscan import top_level
 from pallaslab._src.views.header import Problem
@@ -26,6 +27,15 @@ TUNE_NAME = "_tune"
 DIFF_NAME = "_diff"
 
 
+def magic_line_error(message: str) -> UsageError:
+    """A mistake on the magic line, shown by IPython as `UsageError: Cell line 1: ...`.
+
+    A plain `UsageError`: IPython prints exactly that type as one line (a subclass
+    would get a traceback).
+    """
+    return UsageError(f"Cell line {MAGIC_LINE}: {messages.clip(message, max_lines=4)}")
+
+
 class KernelCellError(Exception):
     """A `%%kernel` cell failed; shown as one message instead of a traceback."""
 
@@ -35,7 +45,7 @@ class KernelCellError(Exception):
 
     def _render_traceback_(self) -> list[str]:
         # IPython shows these lines instead of a traceback (red name, plain message).
-        first, *rest = self.diagnosis.message().splitlines()
+        first, *rest = self.diagnosis.message().splitlines() or [""]
         return [f"\x1b[0;31mKernelError\x1b[0m: {first}", *rest]
 
 
@@ -130,25 +140,55 @@ class KernelMagics(Magics):
                 o_ref[...] = x_ref[...] + y_ref[...]
             ...
         """
+        try:
+            self._run_cell(line, cell)
+        except (KernelCellError, UsageError, KeyboardInterrupt):
+            raise
+        except Exception as error:
+            if "--traceback" in line.split():
+                raise
+            # Never a raw traceback from pallaslab's own code: one message, and the
+            # cell's names (it ran first) stay defined.
+            raise KernelCellError(
+                Diagnosis(
+                    "internal",
+                    f"pallaslab failed on this cell: {messages.describe(error)}",
+                    "This is a bug in pallaslab, not in your code: the cell itself ran and "
+                    "its names are defined. Add --traceback to the magic line to see where, "
+                    "and please report it.",
+                )
+            ) from None
+
+    def _run_cell(self, line: str, cell: str) -> None:
         call, rest = split_call(line)
-        options = parse_argstring(self.kernel, rest)
+        try:
+            options = parse_argstring(self.kernel, rest)
+        except UsageError as error:
+            raise magic_line_error(str(error)) from None
+        except ValueError as error:  # shlex: "No closing quotation"
+            raise magic_line_error(
+                f"the magic line could not be read: {messages.error_text(error)} "
+                "(a quote opened and never closed?)"
+            ) from None
         # IPython's argument splitting keeps quotes: --ref "x + y" arrives quoted.
         options.ref = unquote(options.ref)
         if options.call is not None:
-            raise UsageError(f"unexpected argument {options.call!r}; the call goes first")
+            raise magic_line_error(f"unexpected argument {options.call!r}; the call goes first")
         if not options.name.isidentifier():
-            raise UsageError(f"--name must be a Python name, not {options.name!r}")
+            raise magic_line_error(f"--name must be a Python name, not {options.name!r}")
         if options.diff is not None and not options.diff.isidentifier():
-            raise UsageError(f"--diff takes the Python name of an inspection, not {options.diff!r}")
+            raise magic_line_error(
+                f"--diff takes the Python name of an inspection, not {options.diff!r}"
+            )
         options.target = unquote(options.target)
         if options.target:
             try:
                 options.target = parse_target(options.target).name
             except ValueError as error:
-                raise UsageError(f"--target: {error}") from None
+                raise magic_line_error(f"--target: {messages.error_text(error)}") from None
         space = self._tune_space(call, options)
         if options.bench and call is None:
-            raise UsageError(
+            raise magic_line_error(
                 "--bench times the call on the magic line; name one, as in "
                 "`%%kernel matmul(a, b) --bench`"
             )
@@ -246,7 +286,7 @@ class KernelMagics(Magics):
         if not options.tune:
             return {}
         if call is None:
-            raise UsageError(
+            raise magic_line_error(
                 "--tune runs the call on the magic line for each config; name "
                 "one, as in `%%kernel matmul(a, b) --tune BLOCK_M=64,128`"
             )
@@ -255,7 +295,7 @@ class KernelMagics(Magics):
         try:
             return parse_space(options.tune)
         except ValueError as error:
-            raise UsageError(str(error)) from None
+            raise magic_line_error(messages.error_text(error)) from None
 
     def _reference(self, expression: str | None) -> Any:
         if expression is None:
@@ -267,7 +307,10 @@ class KernelMagics(Magics):
         except Exception as error:
             raise KernelCellError(
                 Diagnosis(
-                    "reference", f"--ref could not be evaluated: {type(error).__name__}: {error}"
+                    "reference",
+                    f"--ref could not be evaluated: {messages.describe(error)}",
+                    location=SourceLocation("<magic line>", MAGIC_LINE),
+                    label="Cell line",
                 )
             ) from None
 

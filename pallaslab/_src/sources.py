@@ -67,25 +67,87 @@ def function_extent(filename: str, def_line: int) -> Extent | None:
     the Source view can show it whole; kernels themselves are understood by tracing.
     """
     best: Extent | None = None
-    for start, def_at, end in _function_spans("\n".join(lines(filename))):
+    for start, def_at, end in _function_spans(python_text(filename)):
         if start <= def_line <= def_at and (best is None or end - start < best.last - best.first):
             best = Extent(start, end)
     return best
 
 
+def python_text(filename: str) -> str:
+    """The file's text with IPython's magic and shell lines (`%%kernel`, `!pip`) blanked.
+
+    Line numbers stay those of the cell, and the rest parses as Python.
+    """
+    return "\n".join(
+        "" if line.lstrip().startswith(("%", "!")) else line for line in lines(filename)
+    )
+
+
+def _nodes(text: str) -> list[ast.AST]:
+    """Every node of `text`'s syntax tree ([] when it is empty or not Python)."""
+    if not text:
+        return []
+    try:
+        return list(ast.walk(ast.parse(text)))
+    except SyntaxError:
+        return []
+
+
 @functools.lru_cache(maxsize=32)
 def _function_spans(text: str) -> tuple[tuple[int, int, int], ...]:
     """(first line incl. decorators, def line, last line) of every function in `text`."""
-    if not text:
-        return ()
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return ()
     spans = []
-    for node in ast.walk(tree):
+    for node in _nodes(text):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
             if node.end_lineno is not None:
                 spans.append((first, node.lineno, node.end_lineno))
+    return tuple(spans)
+
+
+@dataclasses.dataclass(frozen=True)
+class CallSpan:
+    """A call written in a file: its lines and the lines of its keyword arguments.
+
+    Attributes:
+        first: Line of the call's first character (1-based).
+        last: Line of its closing parenthesis.
+        keywords: (name, line) of every keyword argument inside it, nested calls'
+            included (`out_specs=` inside a `pl.GridSpec(...)` argument).
+    """
+
+    first: int
+    last: int
+    keywords: tuple[tuple[str, int], ...]
+
+    def keyword_line(self, name: str) -> int | None:
+        """The line of the first `name=` argument, if the call has one."""
+        return next((line for key, line in self.keywords if key == name), None)
+
+
+def calls_to(filename: str, name: str) -> tuple[CallSpan, ...]:
+    """Every call in a file of a function named `name` (`pl.pallas_call(...)` too).
+
+    Like `function_extent`, this reads the file's structure only to point messages
+    at the right line (e.g. the `pallas_call` whose arguments JAX refused).
+    """
+    return tuple(s for callee, s in _call_spans(python_text(filename)) if callee == name)
+
+
+@functools.lru_cache(maxsize=32)
+def _call_spans(text: str) -> tuple[tuple[str, CallSpan], ...]:
+    spans = []
+    for node in _nodes(text):
+        if not isinstance(node, ast.Call) or node.end_lineno is None:
+            continue
+        func = node.func
+        callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        keywords = tuple(
+            (kw.arg, kw.lineno)
+            for inner in ast.walk(node)
+            if isinstance(inner, ast.Call)
+            for kw in inner.keywords
+            if kw.arg is not None
+        )
+        spans.append((callee, CallSpan(node.lineno, node.end_lineno, keywords)))
     return tuple(spans)

@@ -3,7 +3,9 @@
 One JSON file per (kernel source, input shapes and dtypes, device, JAX version),
 holding one entry per config measured. The directory is `$PALLASLAB_CACHE_DIR`, else
 `$XDG_CACHE_HOME/pallaslab`, else `~/.cache/pallaslab`. A damaged file is ignored
-(and rewritten), never an error.
+(and rewritten), never an error; so is a damaged entry in a sound file (one that is
+not an object, or that the cache's `valid` check refuses): it is left out when read,
+measured again, and dropped from the file at the next write.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +42,25 @@ def config_key(config: dict[str, Any]) -> str:
 class TuneCache:
     """The measured configs of one kernel on one device, for one set of input shapes."""
 
-    def __init__(self, key: dict[str, Any], directory: Path | None = None) -> None:
+    def __init__(
+        self,
+        key: dict[str, Any],
+        directory: Path | None = None,
+        valid: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> None:
+        """A cache file for `key` in `directory`.
+
+        Args:
+            key: What the results depend on (hashed into the file name, kept inside).
+            directory: Where cache files live (default `cache_dir()`).
+            valid: Says whether a stored entry can be used; others are ignored.
+        """
         self.key = key
         self.path = (directory or cache_dir()) / "tune" / f"{digest(key)}.json"
+        self.valid = valid
 
     def load(self) -> dict[str, dict[str, Any]]:
-        """Config key -> stored row, for every config measured before."""
+        """Config key -> stored row, for every sound config measured before."""
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -54,7 +70,21 @@ class TuneCache:
         ):
             return {}
         entries = data.get("configs")
-        return entries if isinstance(entries, dict) else {}
+        if not isinstance(entries, dict):
+            return {}
+        return {
+            key: entry
+            for key, entry in entries.items()
+            if isinstance(entry, dict) and self._usable(entry)
+        }
+
+    def _usable(self, entry: dict[str, Any]) -> bool:
+        if self.valid is None:
+            return True
+        try:
+            return bool(self.valid(entry))
+        except Exception:  # a check that cannot read the entry refuses it
+            return False
 
     def store(self, entries: dict[str, dict[str, Any]]) -> None:
         """Adds (or replaces) entries, writing the file atomically."""

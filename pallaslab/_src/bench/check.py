@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src import closeness
+from pallaslab._src import closeness, messages
 from pallaslab._src.bench import live, tiles
 from pallaslab._src.core import jax_adapter, running, tracing
 from pallaslab._src.core.inspection import Inspection, Program
@@ -533,8 +533,8 @@ def _check_point(
 
 
 def one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}"
+    """`TypeName: first line of the message`, clipped, never raising."""
+    return messages.one_line(error)
 
 
 def name_of(fn: Callable[..., Any]) -> str:

@@ -112,6 +112,48 @@ class Row:
         return cls(**values)
 
 
+_TEXT_FIELDS = ("impl", "point", "status", "error", "mode", "note", "method")
+_NUMBER_FIELDS = (
+    "median_ms",
+    "p25_ms",
+    "p75_ms",
+    "min_ms",
+    "compile_ms",
+    "flops",
+    "bytes",
+    "tflops",
+    "gbps",
+    "pct_of_peak",
+    "max_abs_err",
+)
+
+
+def is_row_json(data: Any) -> bool:
+    """Whether `data` reads back (`Row.from_json`) as a row with fields of the right types.
+
+    For data from outside (the tuning cache): a damaged entry must be refused, not
+    break a table or a plot later.
+    """
+    if not isinstance(data, dict) or not {"impl", "point"} <= set(data):
+        return False
+
+    def number(value: Any, optional: bool = True) -> bool:
+        if value is None:
+            return optional
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    return (
+        all(isinstance(data.get(f, ""), str) for f in _TEXT_FIELDS)
+        and all(number(data.get(f)) for f in _NUMBER_FIELDS)
+        and number(data.get("x"))
+        and isinstance(data.get("reps", 0), int)
+        and not isinstance(data.get("reps", 0), bool)
+        and isinstance(data.get("config", {}), dict)
+        and data.get("correct") in (None, True, False)
+        and isinstance(data.get("cached", False), bool)
+    )
+
+
 def _jsonable(value: Any) -> Any:
     return value if isinstance(value, int | float | str | bool) or value is None else repr(value)
 
@@ -268,7 +310,7 @@ def bench_points(
     except KeyboardInterrupt:
         state, message = "interrupted", f"kept the {len(rows)} measurement(s) made so far"
     except Exception as error:
-        state, message = "failed", f"{type(error).__name__}: {error}"
+        state, message = "failed", checking.one_line(error)
         observer.end(state, message)
         raise
     observer.end(state, message)

@@ -301,7 +301,7 @@ def tune_configs(
             if store is None and cache and isinstance(built, Built):
                 # The cache is keyed on the inputs, known once a config is built.
                 key_of_run = {**_cache_key(source, built, context), **(cache_key or {})}
-                store = tune_cache.TuneCache(key_of_run, cache_dir)
+                store = tune_cache.TuneCache(key_of_run, cache_dir, valid=sweep.is_row_json)
                 stored = {} if retune else store.load()
                 if key in stored:
                     baseline_args = built

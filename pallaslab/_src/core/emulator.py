@@ -39,10 +39,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from pallaslab._src import messages
 from pallaslab._src.core import chips, jax_adapter
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.geometry.blocks import block_starts
+from pallaslab._src.geometry.limits import check_programs
 from pallaslab._src.records import Kernel
 
 Mode = Literal["emulate", "interpret"]
@@ -253,6 +255,7 @@ def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.Ke
         per_body = {}
     if key not in per_body or per_body[key][0].params["grid_mapping"] is not mapping:
         call = adapter.kernel_call(params, in_avals)
+        _check_grid(call.grid)
         try:
             plan = make_plan(call)
         except Exception as error:  # an unfamiliar kernel: Pallas' interpreter runs it
@@ -262,7 +265,7 @@ def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.Ke
                 (),
                 (),
                 (),
-                f"the emulator could not analyse it ({type(error).__name__}: {error})",
+                f"the emulator could not analyse it ({messages.one_line(error)})",
             )
         per_body[key] = (call, plan)
     return per_body[key]
@@ -755,6 +758,8 @@ def lowering_impl(
         if interpret or not auto:
             return None
         request = EMULATE
+    # Both run every program, one by one or batched: bounded before anything runs.
+    _check_grid(jax_adapter.written_grid(params))
     if not isinstance(request, Request) or request.mode == "interpret":
         return "interpret"
     call, plan = analyse(params, in_avals)
@@ -769,11 +774,20 @@ def lowering_impl(
     return impl
 
 
+def _check_grid(grid: Sequence[int | None]) -> None:
+    """Refuses, with a clear error, grids too large to run program by program on CPU."""
+    if all(n is not None and n >= 0 for n in grid):
+        check_programs(
+            [int(n) for n in grid if n is not None],
+            "run on CPU (the emulator and Pallas' interpreter run every program)",
+        )
+
+
 def _failed(params: dict[str, Any], error: BaseException) -> None:
     name = params.get("name") or getattr(params["jaxpr"].debug_info, "func_name", "kernel")
     message = (
         f"{name}: ran in Pallas' interpreter, one program at a time, because the "
-        f"emulator failed ({type(error).__name__}: {str(error).splitlines()[0][:200]})."
+        f"emulator failed ({messages.one_line(error)})."
     )
     warnings.warn_explicit(message, EmulationNotice, "pallaslab", 0)
 

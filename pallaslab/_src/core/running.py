@@ -11,6 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from pallaslab._src import messages
 from pallaslab._src.closeness import element_errors
 from pallaslab._src.core import checking, chips, emulator, jax_adapter
 from pallaslab._src.core.inspection import Program
@@ -215,7 +216,7 @@ def _check(
                 if geometry.find_races(call.record, backend, prefetch)
             )
         except Exception as error:  # a check must never lose the run's result
-            notices.append(f"{plan.kernel}: checks failed ({type(error).__name__}: {error}).")
+            notices.append(f"{plan.kernel}: checks failed ({messages.one_line(error)}).")
     return notices
 
 

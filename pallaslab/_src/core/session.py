@@ -18,7 +18,7 @@ import jax
 
 from pallaslab._src import sources
 from pallaslab._src.core import jax_adapter, running, tiling, tracing
-from pallaslab._src.core.diagnose import Diagnosis, diagnose
+from pallaslab._src.core.diagnose import Diagnosis, diagnose, pallas_call_line
 from pallaslab._src.core.inspection import Inspection, Program
 from pallaslab._src.records import SourceLocation
 
@@ -101,7 +101,7 @@ def execute_cell(
         return _CellFailedError(diagnose(error, name_source, namespace, fallback), error)
 
     try:
-        with _interpret_scope(options.interpret):
+        with _interpret_scope(options.interpret), jax_adapter.quiet_failed_callbacks():
             statements, last_expr = _compile(body, filename, fail)
             with jax_adapter.recording_kernels() as recorded:
                 try:
@@ -125,12 +125,15 @@ def execute_cell(
                 inspection = inspect_recorded(recorded)
                 return CellOutcome(inspection=inspection, last_value=last_value)
 
-            fn, args, kwargs = _evaluate_call(options.call, namespace, magic_line, fail)
+            fn, args, kwargs = _evaluate_call(
+                options.call, namespace, magic_line, fail, name_source(filename) or ""
+            )
             try:
                 program = tracing.trace_program(fn, args, kwargs)
             except Exception as error:
                 raise fail(error, magic_line) from None
             inspection = Inspection.from_program(program)
+            _check_grids(inspection, program, name_source)
             _check_blocks(inspection, program, args, kwargs, name_source)
             if options.run:
                 inspection = _run(
@@ -186,6 +189,7 @@ def _evaluate_call(
     namespace: dict[str, Any],
     magic_line: SourceLocation,
     fail: Callable[..., _CellFailedError],
+    label: str = "",
 ) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
     """Evaluates `f(a, b, k=c)` from the magic line into (f, args, kwargs)."""
     try:
@@ -201,6 +205,7 @@ def _evaluate_call(
                 f"`{call.strip()}` is not a call; write the call to inspect, as in "
                 "`%%kernel add(x, y)`.",
                 location=magic_line,
+                label=label,
             ),
             None,
         )
@@ -222,10 +227,41 @@ def _evaluate_call(
                 "usage",
                 f"`{ast.unparse(node.func)}` is a {type(fn).__name__}, not a function to call.",
                 location=magic_line,
+                label=label,
             ),
             None,
         )
     return fn, args, kwargs
+
+
+def _check_grids(
+    inspection: Inspection, program: Program, name_source: Callable[[str], str | None]
+) -> None:
+    """Stops with a clear message at a grid with a negative size."""
+    for kernel, site in zip(inspection.kernels, program.sites, strict=True):
+        written = jax_adapter.written_grid(site.params)
+        if not any(n is not None and n < 0 for n in written):
+            continue
+        hints = [
+            SourceLocation(o.index_map.source_file, o.index_map.source_line)
+            for o in kernel.operands
+            if o.index_map is not None and o.index_map.source_file
+        ]
+        files = [kernel.call_site.file] if kernel.call_site else []
+        location = pallas_call_line(hints, "grid", files) or kernel.call_site
+        label = name_source(location.file) if location else None
+        shown = tuple("?" if n is None else n for n in written)
+        raise _CellFailedError(
+            Diagnosis(
+                "grid",
+                f"kernel {kernel.name} has grid={shown}: a grid size cannot be negative.",
+                "Each grid entry is how many programs run along that axis, e.g. "
+                "`grid=(n // 128,)` for blocks of 128 along an array of n.",
+                location=location if label else None,
+                label=label or "",
+            ),
+            None,
+        )
 
 
 def _check_blocks(
@@ -442,7 +478,7 @@ def config_runner(
                     exec(statements, scope)
                 except Exception as error:
                     raise fail(error) from None
-                fn, args, kwargs = _evaluate_call(call, scope, magic_line, fail)
+                fn, args, kwargs = _evaluate_call(call, scope, magic_line, fail, label)
         except _CellFailedError as failed:
             raise CellError(failed.diagnosis, failed.error) from None
         return fn, tuple(args), dict(kwargs)

@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pallaslab._src import messages
 from pallaslab._src.course.spec import Requirement
 from pallaslab._src.geometry import races
 
@@ -77,7 +78,7 @@ def race_free(backend: str) -> Requirement:
             try:
                 conflicts = inspection.races(kernel, backend)
             except ValueError as error:
-                return f"its races could not be checked: {error}"
+                return f"its races could not be checked: {messages.error_text(error)}"
             if conflicts:
                 return races.summarize(kernel, conflicts, backend)[0]
         return ""

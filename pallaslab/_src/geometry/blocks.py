@@ -7,11 +7,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pallaslab._src.geometry.limits import check_programs
+from pallaslab._src.geometry.tilemap import TileMap
 from pallaslab._src.records import Kernel, Operand
 
 
 def grid_indices(grid: Sequence[int]) -> list[np.ndarray]:
-    """One array per grid axis, each of shape `grid`, enumerating every program."""
+    """One array per grid axis, each of shape `grid`, enumerating every program.
+
+    Raises:
+        GridTooLargeError: For grids of more than `limits.MAX_PROGRAMS` programs.
+    """
+    check_programs(grid, "enumerate one by one")
     return list(np.indices(tuple(grid), dtype=np.int64)) if grid else []
 
 
@@ -88,34 +95,44 @@ def stray_blocks(kernel: Kernel, prefetch: Sequence[np.ndarray] = ()) -> list[St
     dimension's array includes its `pl.Element` padding, which Pallas reads. A
     block that lies wholly past the end, or wholly before the start, reads or
     writes nothing real. Operands whose index maps cannot be evaluated here are
-    skipped.
+    skipped, and so are grids sized at run time. Blocks are computed only along the
+    grid axes each index map reads, so any grid size works (see `TileMap`).
 
     Returns:
         At most one `StrayBlock` per operand: its first offending program.
     """
+    if any(n < 0 for n in kernel.grid):
+        return []
+    tiles = TileMap(kernel, prefetch)
     found = []
-    for operand in kernel.operands:
-        if operand.index_map is None or not operand.index_map.evaluable:
+    for entry in tiles.operands:
+        operand = entry.operand
+        if entry.access != "pipelined" or operand.index_map is None:
             continue
-        if operand.index_map.uses_prefetch and not prefetch:
+        padding = _padding(operand)
+        misses = []
+        for start, extent, size, (low, high) in zip(
+            entry.starts, entry.extents, operand.shape, padding, strict=True
+        ):
+            # A bounded slice's size is dynamic, at least 1 element.
+            misses.append((start >= size + high) | (start + np.maximum(extent, 1) <= -low))
+        first: tuple[int, ...] | None = None
+        for bad in misses:
+            if bad.any():
+                # The first program in row-major order whose block misses along `dim`:
+                # axes the starts do not vary along (size 1) are at index 0.
+                program = tuple(int(v) for v in np.argwhere(bad)[0])
+                first = program if first is None else min(first, program)
+        if first is None:
             continue
-        starts = block_starts(operand, kernel.grid, prefetch)
-        sizes = _extents(operand, kernel.grid, prefetch, starts.shape)
-        padding = np.asarray(_padding(operand), dtype=np.int64).reshape(-1, 2)
-        first = -padding[:, 0]
-        end = np.asarray(operand.shape, dtype=np.int64) + padding[:, 1]
-        bad = (starts >= end) | (starts + sizes <= first)
-        if not bad.any():
-            continue
-        where = np.argwhere(bad)[0]
-        program, dim = tuple(int(v) for v in where[:-1]), int(where[-1])
+        dim = next(d for d, bad in enumerate(misses) if _at(bad, first))
         found.append(
             StrayBlock(
                 operand,
-                program,
-                tuple(int(v) for v in starts[program]),
+                first,
+                tuple(_at(array, first) for array in entry.starts),
                 dim,
-                int(sizes[(*program, dim)]),
+                max(_at(entry.extents[dim], first), 1),
             )
         )
     return found
@@ -126,20 +143,9 @@ def _padding(operand: Operand) -> tuple[tuple[int, int], ...]:
     return operand.element_padding or ((0, 0),) * len(operand.shape)
 
 
-def _extents(
-    operand: Operand, grid: Sequence[int], prefetch: Sequence[np.ndarray], shape: tuple[int, ...]
-) -> np.ndarray:
-    """Each program's block extent per dimension: the block size, or a slice's size."""
-    sizes = np.empty(shape, dtype=np.int64)
-    for d, size in enumerate(operand.block_shape):
-        sizes[..., d] = 1 if size is None else size
-    if operand.index_map is not None and operand.index_map.sizes:
-        sliced = operand.index_map.evaluate_sizes(grid_indices(grid), prefetch)
-        for d, value in enumerate(sliced):
-            if value is not None:
-                # A bounded slice's size is dynamic, at least 1 element.
-                sizes[..., d] = np.maximum(np.broadcast_to(value, shape[:-1]), 1)
-    return sizes
+def _at(array: np.ndarray, program: tuple[int, ...]) -> int:
+    """One program's value of a compact per-program array (size 1 along axes it ignores)."""
+    return int(array[tuple(min(p, n - 1) for p, n in zip(program, array.shape, strict=True))])
 
 
 def _fmt(shape: Sequence[int | None]) -> str:

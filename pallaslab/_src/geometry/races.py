@@ -23,6 +23,7 @@ from typing import Literal
 import numpy as np
 
 from pallaslab._src.geometry.blocks import block_starts
+from pallaslab._src.geometry.limits import check_programs
 from pallaslab._src.records import Kernel, Operand
 
 Backend = Literal["gpu", "tpu"]
@@ -55,6 +56,7 @@ def program_coordinates(grid: Sequence[int]) -> np.ndarray:
     """
     if not grid:
         return np.zeros((1, 0), np.int64)
+    check_programs(grid, "enumerate one by one")
     return np.indices(tuple(grid), dtype=np.int64).reshape(len(grid), -1).T
 
 
@@ -190,9 +192,11 @@ def find_races(
     Raises:
         ValueError: For an unknown backend, or an output whose index map cannot be
             evaluated here (it names the operand and why).
+        GridTooLargeError: For grids of more than `limits.MAX_PROGRAMS` programs.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    check_programs(kernel.grid, "check for races")
     parallel = parallel_axes(kernel, backend)
     conflicts: list[Conflict] = []
     for operand in kernel.outputs:

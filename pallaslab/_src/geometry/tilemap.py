@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from pallaslab._src.geometry.limits import MAX_PROGRAMS
 from pallaslab._src.records import Kernel, Operand
 
 with contextlib.suppress(ImportError):  # NumPy learns bfloat16, float8_* from ml_dtypes
@@ -68,11 +70,18 @@ def schedule_of(kernel: Kernel, hint: str = "") -> Schedule:
     return "gpu" if hint in ("gpu", "cuda", "rocm") else "tpu"
 
 
-def open_grid(grid: Sequence[int]) -> list[np.ndarray]:
-    """One index array per grid axis, shaped to broadcast against the others."""
+def open_grid(grid: Sequence[int], axes: Collection[int] | None = None) -> list[np.ndarray]:
+    """One index array per grid axis, shaped to broadcast against the others.
+
+    With `axes`, only those axes are enumerated; the others hold index 0 (size 1),
+    for expressions that do not read them: a grid of 2**40 programs costs nothing
+    along the axes an index map ignores.
+    """
     rank = len(grid)
     return [
         np.arange(n, dtype=np.int64).reshape([n if a == k else 1 for a in range(rank)])
+        if axes is None or k in axes
+        else np.zeros((1,) * rank, dtype=np.int64)
         for k, n in enumerate(grid)
     ]
 
@@ -185,22 +194,22 @@ class Coverage:
             full = np.repeat(full, sizes, axis=d)
         return np.array(full)
 
-    @property
+    @functools.cached_property
     def total(self) -> int:
         """Sum of the counts over all elements (element-blocks)."""
         return int((self.counts.astype(np.int64) * self._weights()).sum())
 
-    @property
+    @functools.cached_property
     def min(self) -> int:
         """Fewest programs covering one element."""
         return int(self.counts.min()) if self.counts.size else 0
 
-    @property
+    @functools.cached_property
     def max(self) -> int:
         """Most programs covering one element."""
         return int(self.counts.max()) if self.counts.size else 0
 
-    @property
+    @functools.cached_property
     def mean(self) -> float:
         """Programs covering an element, on average over the array."""
         size = math.prod(self.shape)
@@ -254,8 +263,8 @@ class TileMap:
     ) -> None:
         if any(n < 0 for n in kernel.grid):
             raise ValueError(
-                f"kernel {kernel.name} has a grid sized at run time {kernel.grid}; "
-                "tile maps need static grid sizes"
+                f"kernel {kernel.name} has a grid sized at run time (or negative) "
+                f"{kernel.grid}; tile maps need static grid sizes"
             )
         if schedule is not None and schedule not in SCHEDULES:
             raise ValueError(f"schedule must be 'tpu' or 'gpu', not {schedule!r}")
@@ -295,7 +304,16 @@ class TileMap:
                 reason="its index map reads scalar-prefetch values; pass them: "
                 "kernel.tiles(prefetch=(...)) or inspection.tiles(k)",
             )
-        grid = open_grid(self.grid)
+        read = index_map.grid_args_used()
+        evaluated = math.prod(self.grid[a] for a in read)
+        if evaluated > MAX_PROGRAMS:
+            return OperandTiles(
+                operand,
+                "unmapped",
+                reason=f"its blocks change along grid axes of {evaluated:,} programs, more "
+                f"than the {MAX_PROGRAMS:,} pallaslab maps",
+            )
+        grid = open_grid(self.grid, read)
         indices = index_map.evaluate(grid, self.prefetch)
         sizes = index_map.evaluate_sizes(grid, self.prefetch)
         padding = operand.element_padding or ((0, 0),) * len(indices)
@@ -431,7 +449,7 @@ class TileMap:
         tiles = self.tiles(operand_index)
         sub, weight = _reduced_grid(tiles, self.grid)
         if not sub:
-            return np.full(self.grid, self.num_programs, dtype=np.int64)
+            return np.broadcast_to(np.int64(self.num_programs), self.grid)
         # Number the distinct blocks one coordinate at a time (1-D uniques are fast).
         key = np.zeros(math.prod(sub), dtype=np.int64)
         for array in (*tiles.starts, *tiles.extents):
@@ -583,7 +601,7 @@ def _coverage(tiles: OperandTiles, grid: tuple[int, ...]) -> Coverage:
         nonempty &= hi > lo
     bounds = [(lo[nonempty], hi[nonempty]) for lo, hi in bounds]
     edges = tuple(
-        np.unique(np.concatenate([[0, n], lo, hi])).astype(np.int64)
+        _sorted_unique(np.concatenate([[0, n], lo, hi]).astype(np.int64))
         for (lo, hi), n in zip(bounds, shape, strict=True)
     )
     cells = tuple(len(e) - 1 for e in edges)
@@ -609,6 +627,18 @@ def _coverage(tiles: OperandTiles, grid: tuple[int, ...]) -> Coverage:
         counts = np.cumsum(counts, axis=axis)
     counts = counts[tuple(slice(0, c) for c in cells)] * weight
     return Coverage(tuple(shape), edges, np.ascontiguousarray(counts))
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted: `np.unique` by sorting.
+
+    NumPy 2's hashing `unique` takes half a minute on the arithmetic sequences block
+    edges make (2e7 of them), where sorting takes a second.
+    """
+    ordered = np.sort(values)
+    keep = np.ones(ordered.shape, dtype=bool)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    return ordered[keep]
 
 
 def _sequential_runs(tiles: OperandTiles, grid: tuple[int, ...]) -> tuple[int, int]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from pallaslab._src import messages
+
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
 
@@ -24,6 +26,11 @@ class Problem:
     summary: str
     hint: str = ""
     kind: str = ""
+
+    def __post_init__(self) -> None:
+        # The banner follows the rule of every message shown: bounded lines.
+        object.__setattr__(self, "summary", messages.clip(self.summary, max_lines=6))
+        object.__setattr__(self, "hint", messages.clip(self.hint, max_lines=4, max_chars=1200))
 
     def to_json(self) -> dict[str, str]:
         """The widget's form."""

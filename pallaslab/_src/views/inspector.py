@@ -1,12 +1,23 @@
-"""The inspector widget (anywidget): tabs over one inspection, panes built lazily."""
+"""The inspector widget (anywidget): tabs over one inspection, panes built lazily.
+
+Every message the widget sends stays under `MAX_MESSAGE_BYTES` (2 MiB of JSON),
+whatever the kernel: each pane is its own synced trait (`pane_<tab id>`), so
+building one sends that pane alone, once; a pane that would not fit shows an error
+instead; and the built panes together stay under `MAX_STATE_BYTES`, the least
+recently shown ones dropped (and rebuilt when shown again), so that the whole state,
+sent when a page asks for it, fits too. Replies to the tabs' requests are measured
+the same way.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import anywidget
 import traitlets
 
+from pallaslab._src import messages
 from pallaslab._src.views import bundle, texts
 from pallaslab._src.views.header import Problem, header, summary_text
 from pallaslab._src.views.static_page import static_page
@@ -15,13 +26,30 @@ from pallaslab._src.views.tabs import Tab, all_tabs
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
 
+#: The largest message the widget sends (state or reply), in bytes of JSON.
+MAX_MESSAGE_BYTES = 2 << 20
+#: Bytes of one pane at most (what is left of a message for the rest of the state).
+MAX_PANE_BYTES = 1536 << 10
+#: Bytes of all built panes together (the whole state is sent when a page asks).
+MAX_STATE_BYTES = 1664 << 10
+
+
+def json_size(value: Any) -> int:
+    """Bytes of `value` as the kernel sends it: UTF-8 JSON (as `jupyter_client` packs)."""
+    return len(json.dumps(value, ensure_ascii=False, default=str).encode("utf-8", "replace"))
+
+
+def pane_trait(tab_id: str) -> str:
+    """The name of the synced trait holding one tab's pane."""
+    return f"pane_{tab_id}"
+
 
 class Inspector(anywidget.AnyWidget):
     """Tabs over one inspection: Kernels, Source, Jaxpr, Run (and more as they land).
 
-    The front end shows the pane of `selected`; a pane not yet in `panes` is built
-    in Python when its tab is first selected, so costly tabs cost nothing until
-    asked for.
+    The front end shows the pane of `selected` (the trait `pane_<id>`); a pane not
+    built yet (null) is built in Python when its tab is selected, so costly tabs cost
+    nothing until asked for.
     """
 
     _esm = bundle.esm()
@@ -29,7 +57,6 @@ class Inspector(anywidget.AnyWidget):
 
     header = traitlets.Dict().tag(sync=True)
     tabs: traitlets.List[dict[str, str]] = traitlets.List().tag(sync=True)
-    panes = traitlets.Dict().tag(sync=True)
     selected = traitlets.Unicode("").tag(sync=True)
     problem = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
 
@@ -44,14 +71,25 @@ class Inspector(anywidget.AnyWidget):
         self._problem = problem
         self._texts: dict[tuple[str, str], dict[str, Any]] = {}
         self._tab_list: list[Tab] = all_tabs()
+        # Built panes' sizes, least recently shown first.
+        self._sizes: dict[str, int] = {}
         ids = [t.id for t in self._tab_list]
         first = selected if selected in ids else ids[0]
+        # One synced trait per pane: setting one sends that pane alone.
+        self.add_traits(
+            **{
+                pane_trait(t.id): traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+                for t in self._tab_list
+            }
+        )
+        eager = {pane_trait(t.id): self._build(t) for t in self._tab_list if t.eager}
+        self._fit_state(keep=pane_trait(first))
         super().__init__(
             header=header(inspection),
             tabs=[{"id": t.id, "title": t.title} for t in self._tab_list],
-            panes={t.id: self._build(t) for t in self._tab_list if t.eager},
             selected=first,
             problem=problem.to_json() if problem else None,
+            **{name: pane for name, pane in eager.items() if name[5:] in self._sizes},
             **kwargs,
         )
         self._load_selected({"new": first})
@@ -62,27 +100,68 @@ class Inspector(anywidget.AnyWidget):
         """The inspection shown."""
         return self._inspection
 
+    @property
+    def panes(self) -> dict[str, dict[str, Any]]:
+        """The panes built so far (and not dropped to keep the state small), by tab id."""
+        found = {}
+        for tab in self._tab_list:
+            pane = getattr(self, pane_trait(tab.id), None)
+            if pane is not None:
+                found[tab.id] = pane
+        return found
+
     def _build(self, tab: Tab) -> dict[str, Any]:
+        """The tab's pane, or an error pane in its place; never over `MAX_PANE_BYTES`."""
         try:
-            return tab.payload(self._inspection)
+            pane = tab.payload(self._inspection)
+            size = json_size(pane)
         except Exception as error:
-            return {"error": f"{tab.title} could not be built: {type(error).__name__}: {error}"}
+            pane = {"error": f"{tab.title} could not be built: {messages.describe(error)}"}
+            size = json_size(pane)
+        if size > MAX_PANE_BYTES:
+            pane = {
+                "error": f"The {tab.title} tab is too large to show here ({size / (1 << 20):.1f} "
+                f"MiB of data, the limit is {MAX_PANE_BYTES >> 10} KiB); the inspection in "
+                "Python has everything (e.g. `_kernel`)."
+            }
+            size = json_size(pane)
+        self._sizes.pop(tab.id, None)
+        self._sizes[tab.id] = size
+        return pane
+
+    def _fit_state(self, keep: str) -> None:
+        """Drops the least recently shown panes until the built ones fit the state."""
+        while sum(self._sizes.values()) > MAX_STATE_BYTES and len(self._sizes) > 1:
+            oldest = next(t for t in self._sizes if pane_trait(t) != keep)
+            del self._sizes[oldest]
+            if self._trait_values.get(pane_trait(oldest)) is not None:
+                setattr(self, pane_trait(oldest), None)
 
     @traitlets.observe("selected")
     def _load_selected(self, change: dict[str, Any]) -> None:
         tab_id = change["new"]
-        if tab_id in self.panes:
-            return
+        if tab_id in self._sizes:
+            self._sizes[tab_id] = self._sizes.pop(tab_id)  # now the most recently shown
         for tab in self._tab_list:
-            if tab.id == tab_id:
-                self.panes = {**self.panes, tab_id: self._build(tab)}
+            if tab.id == tab_id and getattr(self, pane_trait(tab_id), None) is None:
+                pane = self._build(tab)
+                self._fit_state(keep=pane_trait(tab_id))
+                setattr(self, pane_trait(tab_id), pane)
                 return
 
     def _on_request(self, _widget: Any, content: Any, _buffers: Any) -> None:
         """A tab asks for data: `{"tab", "id", "body"}`; the reply carries the same id."""
         if not isinstance(content, dict) or "tab" not in content:
             return
-        self.send({"tab": content["tab"], "id": content.get("id"), "reply": self.request(content)})
+        reply = self.request(content)
+        size = json_size(reply)
+        if size > MAX_MESSAGE_BYTES - (4 << 10):
+            reply = {
+                "error": f"the reply is too large to send ({size / (1 << 20):.1f} MiB of data)",
+                "type": "failed",
+                "message": "the reply is too large to send",
+            }
+        self.send({"tab": content["tab"], "id": content.get("id"), "reply": reply})
 
     def request(self, content: dict[str, Any]) -> dict[str, Any]:
         """Answers one request from a tab's front end (also callable from Python).
@@ -103,7 +182,7 @@ class Inspector(anywidget.AnyWidget):
                 return {"error": f"the {content.get('tab')!r} tab takes no requests"}
             return tab.respond(self._inspection, body)
         except Exception as error:
-            return {"error": f"{type(error).__name__}: {error}"}
+            return {"error": messages.describe(error)}
 
     def _whole_text(self, tab: Tab, key: str) -> dict[str, Any]:
         # The header and each piece are separate requests for the same text.

@@ -7,13 +7,21 @@ import weakref
 from typing import TYPE_CHECKING
 
 from pallaslab._src import sources
+from pallaslab._src.views import texts
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
 
 # Files up to this many lines are shown whole; longer ones around the kernels only.
 _WHOLE_FILE_LINES = 300
+# Cells are shown whole up to this many lines.
+_WHOLE_CELL_LINES = 3000
 _MAX_WINDOW = 600
+# Characters of one window at most (it is sent in the Source, Jaxpr and IR panes): long
+# lines are cut shorter until the window fits.
+_WINDOW_CHARS = 192 << 10
+_MAX_LINE = 1000
+_MIN_LINE = 80
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,7 +114,7 @@ def _source_files(inspection: Inspection) -> list[SourceFile]:
                 file=file,
                 label=sources.label(file),
                 first=first,
-                lines=tuple(text),
+                lines=tuple(_fit(text)),
                 marks=tuple(
                     sorted(
                         (m for m in unique.values() if first <= m.line <= last),
@@ -122,7 +130,8 @@ def _window(file: str, interesting: list[int]) -> tuple[int, list[str]] | None:
     text = sources.lines(file)
     if not text or not interesting:
         return None
-    if sources.cell_label(file) or len(text) <= _WHOLE_FILE_LINES:
+    whole = _WHOLE_CELL_LINES if sources.cell_label(file) else _WHOLE_FILE_LINES
+    if len(text) <= whole:
         return 1, text
     first, last = min(interesting), max(interesting)
     for line in interesting:
@@ -132,3 +141,11 @@ def _window(file: str, interesting: list[int]) -> tuple[int, list[str]] | None:
     first = max(1, first - 2)
     last = min(len(text), last + 2, first + _MAX_WINDOW - 1)
     return first, text[first - 1 : last]
+
+
+def _fit(lines: list[str]) -> list[str]:
+    """The lines, long ones cut (saying how much) so the window stays small."""
+    limit = _MAX_LINE
+    while limit > _MIN_LINE and sum(min(len(line), limit) for line in lines) > _WINDOW_CHARS:
+        limit //= 2
+    return [texts.clip_line(line, limit) for line in lines]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
+from pallaslab._src import messages
 from pallaslab._src.views.header import Problem, header
 from pallaslab._src.views.tabs import all_tabs
-from pallaslab._src.views.texts import clip_html
+from pallaslab._src.views.texts import STATIC_PAGE_CHARS, clip_html
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -45,11 +46,15 @@ def static_page(inspection: Inspection, problem: Problem | None = None) -> str:
         where = f"<b>{html.escape(problem.where)}:</b> " if problem.where else ""
         hint = f"\n{html.escape(problem.hint)}" if problem.hint else ""
         parts.append(f"<div class='pl-problem'>{where}{html.escape(problem.summary)}{hint}</div>")
+    used = sum(len(p) for p in parts)
     for tab in all_tabs():
         try:
             body = clip_html(tab.static_html(inspection), tab.title)
         except Exception as error:
-            body = f"<p>Could not render this tab: {html.escape(str(error))}</p>"
+            body = f"<p>Could not render this tab: {html.escape(messages.describe(error))}</p>"
+        # The page travels in one display message: all tabs together stay bounded.
+        body = clip_html(body, tab.title, limit=max(0, STATIC_PAGE_CHARS - used))
+        used += len(body)
         parts.append(
             f"<details open><summary><b>{html.escape(tab.title)}</b></summary>{body}</details>"
         )

@@ -23,32 +23,68 @@ from typing import Any
 
 #: Lines a view draws inline; longer texts open whole in their own tab.
 INLINE_LINES = 3000
-#: Characters of text per message when a whole text is sent.
-CHUNK_CHARS = 1 << 20
+#: Characters a pane draws inline at most, all its texts together.
+INLINE_CHARS = 768 << 10
+#: Characters of one line drawn at most; the rest is cut, saying how much.
+MAX_LINE_CHARS = 4000
+#: Characters of text per message when a whole text is sent (JSON escapes at most
+#: 6 bytes per character: a piece stays under 2 MiB whatever it holds).
+CHUNK_CHARS = 256 << 10
 #: Characters of one tab's static HTML kept in saved notebooks.
-STATIC_TAB_CHARS = 2 << 20
+STATIC_TAB_CHARS = 512 << 10
+#: Characters of the whole static HTML of an inspector (all tabs) at most.
+STATIC_PAGE_CHARS = 1536 << 10
+
+
+def clip_line(line: str, limit: int | None = None) -> str:
+    """One line cut to `limit` characters (default `MAX_LINE_CHARS`), saying how much."""
+    limit = MAX_LINE_CHARS if limit is None else limit
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]} … ({len(line) - limit:,} more characters)"
 
 
 def clip(
-    text: str, source_map: Sequence[Sequence[int]], max_lines: int | None = None
+    text: str,
+    source_map: Sequence[Sequence[int]],
+    max_lines: int | None = None,
+    max_chars: int | None = None,
 ) -> tuple[str, list[list[int]], int]:
-    """The first `max_lines` lines of a text and the map entries that point into them.
+    """The first lines of a text and the map entries that point into them.
+
+    At most `max_lines` lines (default `INLINE_LINES`) and `max_chars` characters
+    (default `INLINE_CHARS`) are kept, each line cut to `MAX_LINE_CHARS`.
 
     Args:
         text: The whole text.
         source_map: Its [text line, file, source line] entries.
-        max_lines: Lines to keep (default `INLINE_LINES`).
+        max_lines: Lines to keep.
+        max_chars: Characters to keep.
 
     Returns:
         The shown text, its map entries and the text's total number of lines.
     """
     max_lines = INLINE_LINES if max_lines is None else max_lines
+    max_chars = INLINE_CHARS if max_chars is None else max_chars
     lines = text.split("\n")
     total = len(lines)
-    if total <= max_lines:
+    shown: list[str] = []
+    used = 0
+    for line in lines[:max_lines]:
+        cut = clip_line(line)
+        if shown and used + len(cut) > max_chars:
+            break
+        shown.append(cut)
+        used += len(cut) + 1
+    kept = len(shown)
+    if kept == total and shown == lines:
         return text, [list(entry) for entry in source_map], total
-    shown = "\n".join(lines[:max_lines])
-    return shown, [list(entry) for entry in source_map if entry[0] <= max_lines], total
+    return "\n".join(shown), [list(entry) for entry in source_map if entry[0] <= kept], total
+
+
+def is_clipped(shown: str, total: int, whole: str) -> bool:
+    """Whether a view's inline text is not the whole text (lines or characters cut)."""
+    return len(shown) != len(whole) or shown.count("\n") + 1 != total
 
 
 def chunks(text: str, size: int | None = None) -> list[str]:

@@ -4,17 +4,25 @@ Nothing here is per element or per program unless it must be: block positions ar
 sent per grid axis they depend on (`OperandTiles` keeps them compact), read counts
 per compressed cell (`Coverage`), as base64 typed arrays of the narrowest integer
 type. A 16384 x 16384 operand in 64 x 64 blocks takes a few hundred KiB.
+
+Whatever the grid, a kernel's data stays within a byte budget (`KERNEL_BYTES`): when
+it would not, neighbouring coverage cells merge (as for large arrays) and the grid
+is sampled, every `stride[a]`-th program along axis `a` (1-D grids as 2-D ones): the
+pictures and figures still count every program, and the scrubber steps through the
+sampled ones (`shown`).
 """
 
 from __future__ import annotations
 
 import base64
 import math
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pallaslab._src import messages
 from pallaslab._src.geometry import merit
 from pallaslab._src.geometry.accesses import AccessMap, BlockAccesses
 from pallaslab._src.geometry.tilemap import SCHEDULES, Coverage, OperandTiles, TileMap, shown_dims
@@ -27,10 +35,16 @@ if TYPE_CHECKING:
 # Cells of one operand's coverage sent at most; beyond, neighbouring cells merge
 # (keeping their largest count), which only coarsens the picture.
 MAX_CELLS = 1 << 18
-# Elements of one buffer's access map sent at most (pooled beyond, by max).
+# Elements of a program's access maps sent at most, all buffers together (pooled
+# beyond, by max), and loads and stores listed at most.
 MAX_ACCESS_ELEMENTS = 1 << 18
+MAX_ACCESSES = 2000
 # Grids up to this many programs get a table of cells; larger ones a canvas.
 MAX_TABLE_PROGRAMS = 1024
+# Bytes of base64 arrays of one Tiles pane at most (the widget's messages stay < 2 MiB).
+PANE_BYTES = 1 << 20
+# A kernel's share of it never goes below this (many kernels in one cell).
+MIN_KERNEL_BYTES = 96 << 10
 DEFAULT_CHIPS = {"tpu": "v5e", "gpu": "H100"}
 
 _DTYPES: tuple[tuple[str, Any], ...] = (
@@ -82,14 +96,21 @@ def merge_cells(
     return np.append(edges[starts], edges[-1]), merged
 
 
-def coverage_json(coverage: Coverage, rows: int | None, cols: int | None) -> dict[str, Any]:
+def coverage_json(
+    coverage: Coverage, rows: int | None, cols: int | None, max_cells: int | None = None
+) -> dict[str, Any]:
     """Edges and counts, merging cells along the drawn dimensions if there are too many."""
+    max_cells = MAX_CELLS if max_cells is None else max_cells
     edges = list(coverage.edges)
     counts = coverage.counts
     drawn = [d for d in (rows, cols) if d is not None]
-    while counts.size > MAX_CELLS and drawn:
+    while counts.size > max_cells and drawn:
         widest = max(drawn, key=lambda d: len(edges[d]))
-        limit = max(1, (len(edges[widest]) - 1) // 2)
+        along = len(edges[widest]) - 1
+        if len(drawn) == 1:  # straight to the size that fits
+            limit = max(1, max_cells // max(1, counts.size // along))
+        else:  # halve the wider side, so the picture keeps its proportions
+            limit = max(1, along // 2)
         edges[widest], counts = merge_cells(edges[widest], counts, widest, limit)
         if len(edges[widest]) - 1 <= 1:
             drawn.remove(widest)
@@ -116,8 +137,28 @@ def _view_bounds(entry: OperandTiles, dim: int | None) -> list[int]:
     return [max(low, -n), min(high, 2 * n)]
 
 
-def operand_json(tiles: TileMap, index: int) -> dict[str, Any]:
-    """One operand: what it is, where its blocks lie per program, how often it is read."""
+def sampled(array: np.ndarray, stride: Sequence[int]) -> np.ndarray:
+    """A compact per-program array at every `stride[a]`-th program along each axis."""
+    steps = zip(array.shape, stride, strict=True)
+    return array[tuple(slice(None, None, s) if n > 1 else slice(None) for n, s in steps)]
+
+
+def operand_json(
+    tiles: TileMap,
+    index: int,
+    stride: Sequence[int] | None = None,
+    max_cells: int | None = None,
+) -> dict[str, Any]:
+    """One operand: what it is, where its blocks lie per program, how often it is read.
+
+    Args:
+        tiles: The tile map.
+        index: The operand's position.
+        stride: Per grid axis, send every `stride[a]`-th program's block (all: 1).
+        max_cells: Coverage cells sent at most (default `MAX_CELLS`).
+    """
+    stride = stride or (1,) * len(tiles.grid)
+    skip_programs = any(s <= 0 for s in stride)
     entry = tiles.operands[index]
     operand = entry.operand
     rows, cols, sliced = shown_dims(operand)
@@ -142,9 +183,9 @@ def operand_json(tiles: TileMap, index: int) -> dict[str, Any]:
         return data
     coverage = tiles.coverage(index)
     data.update(
-        starts=[encode(s) for s in entry.starts],
-        extents=[encode(e) for e in entry.extents],
-        coverage=coverage_json(coverage, rows, cols),
+        starts=[] if skip_programs else [encode(sampled(s, stride)) for s in entry.starts],
+        extents=[] if skip_programs else [encode(sampled(e, stride)) for e in entry.extents],
+        coverage=coverage_json(coverage, rows, cols, max_cells),
         bounds={"rows": _view_bounds(entry, rows), "cols": _view_bounds(entry, cols)},
         revisitAxes=list(tiles.revisit_axes(index)),
     )
@@ -271,8 +312,89 @@ def order_text(tiles: TileMap, schedule: str) -> str:
     return text
 
 
-def kernel_json(tiles: TileMap) -> dict[str, Any]:
-    """One kernel's tile map, figures of merit and the chips to compare them with."""
+def _encoded_bytes(value: Any) -> int:
+    """Bytes of base64 data in a JSON value (what dominates a pane's size)."""
+    if isinstance(value, dict):
+        if "data" in value and "dtype" in value:
+            return len(value["data"])
+        return sum(_encoded_bytes(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_encoded_bytes(v) for v in value)
+    return 0
+
+
+def _base64_bytes(array: np.ndarray) -> int:
+    """Bytes `encode(array)` takes (base64 of the narrowest integer type)."""
+    if not array.size:
+        return 0
+    low, high = int(array.min()), int(array.max())
+    size = next(
+        (
+            np.dtype(k).itemsize
+            for _, k in _DTYPES
+            if np.iinfo(k).min <= low <= high <= np.iinfo(k).max
+        ),
+        8,
+    )
+    return 4 * math.ceil(array.size * size / 3)
+
+
+def _fitted_operands(tiles: TileMap, budget: int) -> tuple[list[dict[str, Any]], tuple[int, ...]]:
+    """Every operand's data within `budget` bytes: cells merged, programs sampled.
+
+    Coverage cells come first (a quarter as many until they take at most half the
+    budget); the per-program arrays then get what is left, sampling the grid's widest
+    axis until they fit (sizes estimated without encoding: a 1e7-program grid is
+    encoded once).
+    """
+    grid = tiles.grid
+    mapped = [k for k, t in enumerate(tiles.operands) if t.mapped and t.operand.shape]
+    cells = MAX_CELLS
+    while True:
+        operands = [
+            operand_json(tiles, k, (0,) * len(grid), cells) for k in range(len(tiles.operands))
+        ]
+        per_cell = sum(_encoded_bytes(o.get("coverage", {})) for o in operands)
+        if per_cell <= budget // 2 or cells <= 16:
+            break
+        cells //= 4
+    arrays = [a for k in mapped for a in (*tiles.operands[k].starts, *tiles.operands[k].extents)]
+    per_entry = [
+        (tuple(int(n) for n in a.shape), _base64_bytes(a) / a.size if a.size else 0.0)
+        for a in arrays
+    ]
+    varying = {a for shape, _ in per_entry for a, n in enumerate(shape) if n > 1}
+    stride = [1] * len(grid)
+    room = budget - per_cell
+
+    def estimate() -> float:
+        total = 0.0
+        for shape, cost in per_entry:
+            shown = [-(-n // stride[a]) if n > 1 else 1 for a, n in enumerate(shape)]
+            total += cost * math.prod(shown)
+        return total
+
+    while estimate() > room:
+        shown = {a: -(-grid[a] // stride[a]) for a in varying}
+        widest = max(shown, key=lambda a: shown[a], default=None)
+        if widest is None or shown[widest] <= 1:
+            break
+        stride[widest] *= 2
+    for k, data in enumerate(operands):
+        if data.get("mapped"):
+            data["starts"] = [encode(sampled(a, stride)) for a in tiles.operands[k].starts]
+            data["extents"] = [encode(sampled(a, stride)) for a in tiles.operands[k].extents]
+    return operands, tuple(stride)
+
+
+def kernel_json(tiles: TileMap, budget: int | None = None) -> dict[str, Any]:
+    """One kernel's tile map, figures of merit and the chips to compare them with.
+
+    Args:
+        tiles: The tile map.
+        budget: Bytes of array data at most (default `PANE_BYTES`); beyond it cells
+            merge and the grid is sampled (`stride`, `shown`).
+    """
     kernel = tiles.kernel
     names = axis_names(tiles)
     figures = {s: merit.kernel_merit(tiles, s) for s in SCHEDULES}
@@ -283,23 +405,61 @@ def kernel_json(tiles: TileMap) -> dict[str, Any]:
         ]
         for s in SCHEDULES
     }
+    operands, stride = _fitted_operands(tiles, PANE_BYTES if budget is None else budget)
+    shown = [-(-n // s) if n else n for n, s in zip(tiles.grid, stride, strict=True)]
+    notices = tiles.notices()
+    if any(s > 1 for s in stride):
+        every = " x ".join(str(s) for s in stride)
+        notices.append(
+            f"{tiles.num_programs:,} programs: the scrubber and the programs' map show every "
+            f"{every}-th program ({math.prod(shown):,} of them); reads and figures count them all."
+        )
     return {
         "index": kernel.index,
         "name": kernel.name,
         "grid": list(tiles.grid),
         "axisNames": names,
         "programs": tiles.num_programs,
+        "stride": list(stride),
+        "shown": shown,
+        "shownPrograms": math.prod(shown),
         "table": tiles.num_programs <= MAX_TABLE_PROGRAMS,
         "schedule": tiles.schedule,
         "semantics": list(kernel.dimension_semantics) if kernel.dimension_semantics else None,
         "order": {s: order_text(tiles, s) for s in SCHEDULES},
-        "operands": [operand_json(tiles, k) for k in range(len(tiles.operands))],
+        "operands": operands,
         "merit": {s: _merit_json(figures[s]) for s in SCHEDULES},
         "fits": fits,
         "defaultChip": DEFAULT_CHIPS,
-        "notices": tiles.notices(),
+        "notices": notices,
         "dtypes": sorted({short_dtype(o.dtype) for o in kernel.operands}),
     }
+
+
+# The Tiles pane and the static page both need each kernel's map and data, which
+# take seconds on grids of millions of programs: computed once per inspection.
+_recent: weakref.WeakKeyDictionary[Inspection, dict[int, tuple[TileMap, dict[str, Any]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def kernel_data(inspection: Inspection, index: int) -> tuple[TileMap, dict[str, Any]]:
+    """A kernel's tile map and `kernel_json` (its share of the pane's budget), cached.
+
+    Raises:
+        ValueError: When the kernel has no tile map (e.g. a grid sized at run time).
+    """
+    cached = _recent.setdefault(inspection, {})
+    if index not in cached:
+        share = max(MIN_KERNEL_BYTES, PANE_BYTES // max(1, len(inspection.kernels)))
+        tiles = inspection.tiles(index)
+        cached[index] = (tiles, kernel_json(tiles, share))
+    return cached[index]
+
+
+def forget(inspection: Inspection) -> None:
+    """Drops what `kernel_data` keeps of an inspection (for benchmarks that time it)."""
+    _recent.pop(inspection, None)
 
 
 def payload(inspection: Inspection) -> dict[str, Any]:
@@ -307,9 +467,10 @@ def payload(inspection: Inspection) -> dict[str, Any]:
     kernels = []
     for kernel in inspection.kernels:
         try:
-            kernels.append(kernel_json(inspection.tiles(kernel.index)))
+            kernels.append(kernel_data(inspection, kernel.index)[1])
         except (ValueError, IndexError) as error:
-            kernels.append({"index": kernel.index, "name": kernel.name, "error": str(error)})
+            text = messages.error_text(error)
+            kernels.append({"index": kernel.index, "name": kernel.name, "error": text})
     return {"kernels": kernels}
 
 
@@ -334,13 +495,17 @@ def _as_rows(values: np.ndarray) -> np.ndarray:
     return values.reshape(-1, values.shape[-1])
 
 
-def access_map_json(access_map: AccessMap) -> dict[str, Any]:
-    """One buffer's per-element reads, writes and masked lanes, ready to draw."""
+def access_map_json(access_map: AccessMap, max_elements: int | None = None) -> dict[str, Any]:
+    """One buffer's per-element reads, writes and masked lanes, ready to draw.
+
+    Pooled (by max) to at most `max_elements` (default `MAX_ACCESS_ELEMENTS`) drawn.
+    """
+    limit = MAX_ACCESS_ELEMENTS if max_elements is None else max(1, max_elements)
     arrays = [_as_rows(a) for a in (access_map.reads, access_map.writes, access_map.masked)]
     inside = _as_rows(access_map.inside.astype(np.int64))
     rows, cols = arrays[0].shape
     factors = [1, 1]
-    while math.ceil(rows / factors[0]) * math.ceil(cols / factors[1]) > MAX_ACCESS_ELEMENTS:
+    while math.ceil(rows / factors[0]) * math.ceil(cols / factors[1]) > limit:
         axis = 0 if math.ceil(rows / factors[0]) >= math.ceil(cols / factors[1]) else 1
         factors[axis] *= 2
     pooled = [_pool(a, factors) for a in (*arrays, inside)]
@@ -371,10 +536,16 @@ def access_map_json(access_map: AccessMap) -> dict[str, Any]:
 
 
 def accesses_json(block: BlockAccesses) -> dict[str, Any]:
-    """Every buffer's access map and the list of loads and stores, for one program."""
-    refs = [access_map_json(block.map(k)) for k in range(len(block.refs))]
+    """Every buffer's access map and the list of loads and stores, for one program.
+
+    The buffers share `MAX_ACCESS_ELEMENTS` drawn elements, and the list keeps its
+    first `MAX_ACCESSES` entries (`accessCount` says how many there are): a reply
+    stays far under the widget's message limit.
+    """
+    share = MAX_ACCESS_ELEMENTS // max(1, len(block.refs))
+    refs = [access_map_json(block.map(k), share) for k in range(len(block.refs))]
     accesses = []
-    for access in block.accesses:
+    for access in block.accesses[:MAX_ACCESSES]:
         shape = block.refs[access.ref].shape
         outside = access.outside(shape) & access.mask
         bbox = [[int(c.min()), int(c.max()) + 1] if c.size else [0, 0] for c in access.coords]
@@ -396,6 +567,7 @@ def accesses_json(block: BlockAccesses) -> dict[str, Any]:
         "program": list(block.program),
         "refs": refs,
         "accesses": accesses,
+        "accessCount": len(block.accesses),
         "notices": list(block.notices),
         "complete": block.complete,
     }

@@ -22,9 +22,15 @@ from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
 from pallaslab._src.core.jax_adapter.accesses import body_ref_shapes as body_ref_shapes
 from pallaslab._src.core.jax_adapter.accesses import interpret_program as interpret_program
 from pallaslab._src.core.jax_adapter.dots import kernel_dots as kernel_dots
+from pallaslab._src.core.jax_adapter.errors import BlockSpecContext as BlockSpecContext
 from pallaslab._src.core.jax_adapter.errors import KernelCallContext as KernelCallContext
+from pallaslab._src.core.jax_adapter.errors import PallasCallContext as PallasCallContext
+from pallaslab._src.core.jax_adapter.errors import block_spec_context as block_spec_context
 from pallaslab._src.core.jax_adapter.errors import block_spec_location as block_spec_location
 from pallaslab._src.core.jax_adapter.errors import kernel_call_context as kernel_call_context
+from pallaslab._src.core.jax_adapter.errors import op_traceback as op_traceback
+from pallaslab._src.core.jax_adapter.errors import pallas_call_context as pallas_call_context
+from pallaslab._src.core.jax_adapter.errors import written_grid as written_grid
 from pallaslab._src.core.jax_adapter.execution import auto_interpret as auto_interpret
 from pallaslab._src.core.jax_adapter.execution import forced_interpret as forced_interpret
 from pallaslab._src.core.jax_adapter.execution import (
@@ -36,6 +42,9 @@ from pallaslab._src.core.jax_adapter.execution import (
 from pallaslab._src.core.jax_adapter.execution import kernel_inputs as kernel_inputs
 from pallaslab._src.core.jax_adapter.execution import mesh_interpret as mesh_interpret
 from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetch_values
+from pallaslab._src.core.jax_adapter.execution import (
+    quiet_failed_callbacks as quiet_failed_callbacks,
+)
 from pallaslab._src.core.jax_adapter.execution import recording_kernels as recording_kernels
 from pallaslab._src.core.jax_adapter.execution import same_kernel as same_kernel
 from pallaslab._src.core.jax_adapter.execution import set_emulator as set_emulator

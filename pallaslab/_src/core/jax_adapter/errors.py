@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import types
+from typing import Any
 
 from pallaslab._src.records import SourceLocation
 
@@ -77,3 +79,160 @@ def block_spec_location(traceback: types.TracebackType | None) -> SourceLocation
             found = SourceLocation(code.co_filename, code.co_firstlineno, code.co_name)
         tb = tb.tb_next
     return found
+
+
+def op_traceback(error: BaseException) -> types.TracebackType | None:
+    """Where the JAX operation that failed was written, when JAX kept it.
+
+    An error met while lowering or running a traced program (not while tracing it)
+    carries, in its cause chain, JAX's `JaxStackTraceBeforeTransformation`: the stack
+    at the moment the failing operation was traced, which ends at the user's line.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__name__ == "JaxStackTraceBeforeTransformation":
+            return current.__traceback__
+        current = current.__cause__ or current.__context__
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockSpecContext:
+    """The BlockSpec JAX was converting when an exception was raised.
+
+    Attributes:
+        origin: Which operand it is for, as JAX names it ("args[0]", "outputs").
+        location: Where the user's function in it was written: the index map, or,
+            with the arguments in the old order, the function given as block shape.
+        params: That function's parameter names (None when it has no signature).
+        num_grid: Grid indices the index map is called with.
+        num_prefetch: Scalar-prefetch refs it is called with after them.
+        old_order: Whether the block shape is a function (`BlockSpec(index_map,
+            block_shape)`, the argument order before JAX 0.4.31).
+    """
+
+    origin: str
+    location: SourceLocation | None
+    params: tuple[str, ...] | None
+    num_grid: int
+    num_prefetch: int
+    old_order: bool
+
+
+def _user_function(value: Any) -> Any:
+    # JAX wraps index maps (`_IndexMapFunc`), sometimes twice; unwrap to the user's.
+    for _ in range(8):
+        if hasattr(value, "__code__"):
+            return value
+        value = getattr(value, "__wrapped__", None) or getattr(value, "index_map", None)
+    return None
+
+
+def _location_of(function: Any) -> SourceLocation | None:
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    return SourceLocation(code.co_filename, code.co_firstlineno, code.co_name)
+
+
+def _params_of(function: Any) -> tuple[str, ...] | None:
+    try:
+        return tuple(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return None
+
+
+def block_spec_context(traceback: types.TracebackType | None) -> BlockSpecContext | None:
+    """The BlockSpec being converted when an exception was raised (its innermost frame).
+
+    JAX converts each BlockSpec in `to_block_mapping` (the spec is `self`) called by
+    `_convert_block_spec_to_block_mapping` (the spec is `block_spec`); their locals say
+    which operand it is for, the grid and the index map's argument avals.
+    """
+    found: BlockSpecContext | None = None
+    tb = traceback
+    while tb is not None:
+        local = tb.tb_frame.f_locals
+        spec = local.get("block_spec")
+        if spec is None and tb.tb_frame.f_code.co_name == "to_block_mapping":
+            spec = local.get("self")
+        if spec is not None and hasattr(spec, "block_shape") and "origin" in local:
+            block_shape = getattr(spec, "block_shape", None)
+            old_order = callable(block_shape)
+            function = block_shape if old_order else _user_function(spec.index_map)
+            grid = local.get("grid") or ()
+            avals = local.get("index_map_avals") or ()
+            num_grid = len(grid) if isinstance(grid, tuple | list) else 0
+            found = BlockSpecContext(
+                origin=str(local.get("origin", "")),
+                location=_location_of(function),
+                params=_params_of(function) if function is not None else None,
+                num_grid=num_grid,
+                num_prefetch=max(0, len(avals) - num_grid),
+                old_order=old_order,
+            )
+        tb = tb.tb_next
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class PallasCallContext:
+    """The `pallas_call` being applied when an exception was raised.
+
+    Attributes:
+        kernel: What was passed as the kernel (a function, or whatever it was).
+        in_specs: Where each input BlockSpec's index map was written (None where
+            it has none of the user's).
+        out_specs: The same for the outputs.
+    """
+
+    kernel: Any
+    in_specs: tuple[SourceLocation | None, ...]
+    out_specs: tuple[SourceLocation | None, ...]
+
+    @property
+    def spec_locations(self) -> tuple[SourceLocation, ...]:
+        """Every index map location known, outputs first."""
+        return tuple(loc for loc in (*self.out_specs, *self.in_specs) if loc is not None)
+
+
+def _spec_leaves(specs: Any) -> list[Any]:
+    if isinstance(specs, dict):
+        return [leaf for value in specs.values() for leaf in _spec_leaves(value)]
+    if isinstance(specs, list | tuple):
+        return [leaf for value in specs for leaf in _spec_leaves(value)]
+    return [specs]
+
+
+def pallas_call_context(traceback: types.TracebackType | None) -> PallasCallContext | None:
+    """Finds the `pallas_call` wrapper frame (its `kernel` and `grid_spec` locals)."""
+    kernel: Any = None
+    grid_spec: Any = None
+    seen = False
+    tb = traceback
+    while tb is not None:
+        frame = tb.tb_frame
+        local = frame.f_locals
+        if frame.f_code.co_filename.endswith("pallas_call.py") and "kernel" in local:
+            if not seen:  # the outermost: what the user passed
+                kernel, seen = local["kernel"], True
+            grid_spec = local.get("grid_spec", grid_spec)
+        tb = tb.tb_next
+    if not seen:
+        return None
+    locations = [
+        tuple(
+            _location_of(_user_function(getattr(spec, "index_map", None)))
+            for spec in _spec_leaves(getattr(grid_spec, which, None) or ())
+        )
+        for which in ("in_specs", "out_specs")
+    ]
+    return PallasCallContext(kernel, locations[0], locations[1])
+
+
+def written_grid(params: dict[str, Any]) -> tuple[int | None, ...]:
+    """A pallas_call's grid as written: ints, None for sizes known only at run time."""
+    grid = getattr(params.get("grid_mapping"), "grid", ()) or ()
+    return tuple(int(d) if isinstance(d, int) else None for d in grid)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import threading
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -259,6 +260,26 @@ def _recording(primitive: Any, sites: list[KernelSite]) -> Iterator[None]:
             del primitive.bind
         else:
             primitive.bind = shadowed
+
+
+def _not_a_failed_callback(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("jax.debug.callback failed")
+
+
+@contextlib.contextmanager
+def quiet_failed_callbacks() -> Iterator[None]:
+    """Within the block, JAX logs no traceback for a `jax.debug.callback` that raised.
+
+    JAX logs it (`jax._src.debugging`) and raises an error carrying the same
+    traceback; pallaslab explains that error in one message naming the line, so the
+    log would only print the traceback again.
+    """
+    logger = logging.getLogger("jax._src.debugging")
+    logger.addFilter(_not_a_failed_callback)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_not_a_failed_callback)
 
 
 @contextlib.contextmanager

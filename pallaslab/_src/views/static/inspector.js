@@ -1,4 +1,5 @@
-// The inspector: a header, a tab bar and one pane; panes arrive from Python lazily.
+// The inspector: a header, a tab bar and one pane; panes arrive from Python lazily,
+// each in its own trait ("pane_<tab id>"), so building one sends that pane alone.
 function renderProblem(problem) {
   return h("div", { class: "pl-problem", role: "alert" },
     h("b", { text: problem.where ? problem.where + ": " : "" }),
@@ -66,9 +67,9 @@ function render({ model, el }) {
   const drawPane = () => {
     clear(pane);
     const id = model.get("selected");
-    const data = (model.get("panes") || {})[id];
+    const data = model.get("pane_" + id);
     pane.dataset.tab = id;
-    if (data === undefined) return pane.append(h("p", { class: "pl-loading", text: "Loading\u2026" }));
+    if (data === undefined || data === null) return pane.append(h("p", { class: "pl-loading", text: "Loading\u2026" }));
     if (data.error) return pane.append(h("p", { class: "pl-problem", text: data.error }));
     const renderer = TABS[id];
     if (!renderer) return pane.append(h("p", { text: "This tab needs a newer pallaslab front end." }));
@@ -79,16 +80,22 @@ function render({ model, el }) {
     }
   };
 
+  // A pane that arrives (or is dropped to keep the widget's state small) redraws
+  // only when it is the one shown.
+  const onPaneOf = (model.get("tabs") || []).map((tab) => {
+    const handler = () => { if (tab.id === model.get("selected")) drawPane(); };
+    model.on("change:pane_" + tab.id, handler);
+    return ["change:pane_" + tab.id, handler];
+  });
   model.on("change:selected", draw);
-  model.on("change:panes", drawPane);
   model.on("change:header", draw);
   model.on("change:problem", draw);
   draw();
   el.append(root);
   return () => {
     model.off("msg:custom", onMessage);
+    for (const [event, handler] of onPaneOf) model.off(event, handler);
     model.off("change:selected", draw);
-    model.off("change:panes", drawPane);
     model.off("change:header", draw);
     model.off("change:problem", draw);
   };

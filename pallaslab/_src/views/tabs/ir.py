@@ -12,7 +12,7 @@ import functools
 import html
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import sources
+from pallaslab._src import messages, sources
 from pallaslab._src import targets as target_names
 from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, TpuResources
 from pallaslab._src.records import Kernel
@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
 
 # A piece of text sent in one message: this many lines, or fewer to stay under the
-# byte budget (JSON of a piece stays well under a MiB).
+# character budget (JSON escapes at most 6 bytes per character: under 2 MiB).
 CHUNK_LINES = 2000
-CHUNK_BYTES = 384 * 1024
+CHUNK_BYTES = 256 * 1024
 # A single line longer than this is cut in the view (the record keeps it whole).
 MAX_LINE = 4000
 # Lines of each lowering kept in the static HTML of a saved notebook.
@@ -108,7 +108,7 @@ def respond(inspection: Inspection, content: dict[str, Any]) -> dict[str, Any]:
             index = int(content.get("index", 0))
             return {"type": "chunk", **chunk(inspection, text, source_map, index)}
     except Exception as error:
-        return {"type": "failed", "message": f"{type(error).__name__}: {error}"}
+        return {"type": "failed", "message": messages.describe(error)}
     return {"type": "failed", "message": f"unknown request {kind!r}"}
 
 

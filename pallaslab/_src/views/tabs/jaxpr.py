@@ -51,8 +51,13 @@ def payload(inspection: Inspection) -> Payload:
     files = source_files(inspection)
     index = {f.file: k for k, f in enumerate(files)}
     views = []
-    for view in _views(inspection):
-        text, source_map, lines = texts.clip(view["text"], _indexed_map(view, index))
+    whole = _views(inspection)
+    # The pane's inline budget is shared by its texts (a cell may hold many kernels).
+    share = max(texts.MAX_LINE_CHARS, texts.INLINE_CHARS // max(1, len(whole)))
+    for view in whole:
+        text, source_map, lines = texts.clip(
+            view["text"], _indexed_map(view, index), max_chars=share
+        )
         views.append(
             {
                 "id": view["id"],
@@ -60,6 +65,7 @@ def payload(inspection: Inspection) -> Payload:
                 "text": text,
                 "map": source_map,
                 "lines": lines,
+                "clipped": texts.is_clipped(text, lines, view["text"]),
             }
         )
     return {"views": views, "files": [f.to_json() for f in files]}
@@ -88,7 +94,9 @@ def static_html(inspection: Inspection) -> str:
     parts = []
     for view in _views(inspection):
         lines = view["text"].splitlines()
-        body = "\n".join(highlight_html(line, "jaxpr") for line in lines[: texts.INLINE_LINES])
+        body = "\n".join(
+            highlight_html(texts.clip_line(line), "jaxpr") for line in lines[: texts.INLINE_LINES]
+        )
         more = len(lines) - texts.INLINE_LINES
         note = f"<p class='pl-notice'>\u2026 and {more} more lines.</p>" if more > 0 else ""
         parts.append(

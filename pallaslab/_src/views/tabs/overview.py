@@ -5,8 +5,9 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import sources
+from pallaslab._src import messages, sources
 from pallaslab._src.geometry import races as race_geometry
+from pallaslab._src.geometry.limits import MAX_PROGRAMS
 from pallaslab._src.perfhints import Hint
 from pallaslab._src.records import Kernel, Operand, SourceLocation
 from pallaslab._src.views import fmt
@@ -43,11 +44,14 @@ _MAX_CONFLICTS = 256
 _MAX_PROGRAMS = 1 << 20
 
 
-def _races(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
+def _races(
+    kernel: Kernel, inspection: Inspection, max_conflicts: int = _MAX_CONFLICTS
+) -> dict[str, Any]:
     """Per backend: sentences for the inspector, and the conflicts as data.
 
-    The data (for tile views) says which programs write which block of which output.
-    Index maps that read scalar-prefetch values get those of the example arguments.
+    The data (for tile views) says which programs write which block of which output;
+    at most `max_conflicts` conflicts are sent (the sentences count them all). Index
+    maps that read scalar-prefetch values get those of the example arguments.
     """
     found: dict[str, Any] = {}
     for backend in race_geometry.BACKENDS:
@@ -60,6 +64,12 @@ def _races(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
             ]
         elif not kernel.grid:
             entry["sentences"] = [f"{label}: no races: a single program."]
+        elif kernel.num_programs > MAX_PROGRAMS:
+            entry["checked"] = False
+            entry["sentences"] = [
+                f"{label}: not checked: {kernel.num_programs} programs, more than the "
+                f"{MAX_PROGRAMS:,} pallaslab checks program by program."
+            ]
         elif kernel.num_programs > _MAX_PROGRAMS:
             entry["checked"] = False
             entry["sentences"] = [
@@ -71,7 +81,7 @@ def _races(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
                 conflicts = inspection.races(kernel, backend)
             except ValueError as error:
                 entry["checked"] = False
-                entry["sentences"] = [f"{label}: not checked: {error}."]
+                entry["sentences"] = [f"{label}: not checked: {messages.error_text(error)}."]
             else:
                 entry["sentences"] = race_geometry.summarize(kernel, conflicts, backend)
                 entry["total"] = len(conflicts)
@@ -88,7 +98,7 @@ def _races(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
                         "axes": list(c.axes),
                         "text": c.describe(names),
                     }
-                    for c in conflicts[:_MAX_CONFLICTS]
+                    for c in conflicts[:max_conflicts]
                 ]
         found[backend] = entry
     return found
@@ -128,7 +138,9 @@ def kind_text(kernel: Kernel) -> str:
     return f"{kernel.kind} on {_MESHES.get(kernel.backend, 'a mesh')}"
 
 
-def _kernel(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
+def _kernel(
+    kernel: Kernel, inspection: Inspection, max_conflicts: int = _MAX_CONFLICTS
+) -> dict[str, Any]:
     cost = kernel.cost_estimate
     return {
         "index": kernel.index,
@@ -157,7 +169,7 @@ def _kernel(kernel: Kernel, inspection: Inspection) -> dict[str, Any]:
         "path": list(kernel.path),
         "aliases": [list(a) for a in kernel.input_output_aliases],
         "operands": [_operand(o) for o in kernel.operands],
-        "races": _races(kernel, inspection),
+        "races": _races(kernel, inspection, max_conflicts),
         "hints": _hints(inspection, kernel, masks=False),
     }
 
@@ -170,7 +182,11 @@ def payload(inspection: Inspection) -> Payload:
             "args": [{"path": a.path, "type": str(a)} for a in inspection.args],
             "outputs": [{"path": o.path, "type": str(o)} for o in inspection.outputs],
         },
-        "kernels": [_kernel(k, inspection) for k in inspection.kernels],
+        # The pane stays small with many kernels: they share the conflicts sent.
+        "kernels": [
+            _kernel(k, inspection, max(8, _MAX_CONFLICTS // max(1, len(inspection.kernels))))
+            for k in inspection.kernels
+        ],
         "notices": list(inspection.notices),
     }
 

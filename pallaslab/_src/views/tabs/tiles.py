@@ -10,9 +10,12 @@ element-level loads and stores its body makes (requested from Python on demand).
 from __future__ import annotations
 
 import html
+import math
 from typing import TYPE_CHECKING, Any
 
+from pallaslab._src import messages
 from pallaslab._src.geometry.tilemap import TileMap, shown_dims
+from pallaslab._src.records import Kernel
 from pallaslab._src.views import tilesdata
 from pallaslab._src.views.tabs import Payload, Tab
 
@@ -28,6 +31,9 @@ ROLE_COLOURS = {
 UNREAD = "#f6f8fa"
 # The static picture merges cells beyond this many per side (few SVG nodes).
 _STATIC_CELLS = 32
+# Kernels whose blocks vary over more programs than this get no static picture (it is
+# made at display time, and counting millions of blocks takes seconds).
+STATIC_MAX_BLOCKS = 1 << 20
 
 
 def payload(inspection: Inspection) -> Payload:
@@ -143,8 +149,7 @@ def operand_svg(tiles: TileMap, index: int, program: tuple[int, ...], width: int
     return "".join(parts)
 
 
-def _kernel_html(tiles: TileMap) -> str:
-    data = tilesdata.kernel_json(tiles)
+def _kernel_html(tiles: TileMap, data: dict[str, Any]) -> str:
     program = tiles.program_at(0)
     grid = " x ".join(map(str, tiles.grid)) or "()"
     parts = [
@@ -209,14 +214,34 @@ def _kernel_html(tiles: TileMap) -> str:
     return "".join(parts)
 
 
+def _blocks_at_most(kernel: Kernel) -> int:
+    """An upper bound on the distinct blocks of an operand: the programs its map reads."""
+    return max(
+        (
+            math.prod(kernel.grid[a] for a in o.index_map.grid_args_used())
+            for o in kernel.operands
+            if o.index_map is not None and o.index_map.evaluable
+        ),
+        default=1,
+    )
+
+
 def _kernel_section(inspection: Inspection, index: int, name: str) -> str:
+    kernel = inspection.kernels[index]
+    if _blocks_at_most(kernel) > STATIC_MAX_BLOCKS:
+        # Seconds of counting at display time, for a picture only saved notebooks show.
+        return (
+            f"<p class='pl-notice'>{html.escape(name)}: {kernel.num_programs:,} programs, "
+            "each with blocks of its own; the Tiles tab draws them when opened (not kept in "
+            "saved notebooks).</p>"
+        )
     try:
-        tiles = inspection.tiles(index)
+        tiles, data = tilesdata.kernel_data(inspection, index)
     except (ValueError, IndexError) as error:
-        return f"<p>{html.escape(name)}: {html.escape(str(error))}</p>"
+        return f"<p>{html.escape(name)}: {html.escape(messages.error_text(error))}</p>"
     if not any(t.access in ("pipelined", "prefetch") and t.operand.shape for t in tiles.operands):
         return f"<p>{html.escape(name)}: no blocks to draw.</p>"
-    return _kernel_html(tiles)
+    return _kernel_html(tiles, data)
 
 
 def static_html(inspection: Inspection) -> str:

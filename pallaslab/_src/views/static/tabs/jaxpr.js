@@ -28,16 +28,18 @@ TABS.jaxpr = {
       const left = h("div", { class: "pl-pane" }, sourceViews.filter(Boolean).map((v) => v.el));
       if (!sourceViews.some(Boolean)) left.append(h("p", { class: "pl-notice", text: "No source lines are linked to this jaxpr." }));
       const shown = view.text.split("\n").length;
+      const where = globalThis.__pallaslabLab === true ? ": open it in a new tab to see all." :
+        "; the whole jaxpr is in Python (e.g. _kernel.kernels[0].jaxpr).";
       const clipped = view.lines > shown ? h("p", { class: "pl-notice pl-clipped",
         text: "Showing the first " + shown.toLocaleString() + " of " + view.lines.toLocaleString() +
-          " lines" + (globalThis.__pallaslabLab === true ? ": open it in a new tab to see all." :
-          "; the whole jaxpr is in Python (e.g. _kernel.kernels[0].jaxpr).") }) : null;
+          " lines" + where }) : view.clipped ? h("p", { class: "pl-notice pl-clipped",
+        text: "Long lines are cut" + where }) : null;
       panes.append(left, h("div", { class: "pl-pane" }, textView.el, clipped));
     };
     picker.addEventListener("change", () => show(picker.value));
     const open = openTextButton(() => {
       const view = data.views.find((v) => v.id === ctx.state.jaxprView) || data.views[0];
-      if (view.lines > view.text.split("\n").length) return requestText(ctx.request, view.id);
+      if (view.clipped || view.lines > view.text.split("\n").length) return requestText(ctx.request, view.id);
       return { title: "jaxpr \u00b7 " + view.title, language: "jaxpr", text: view.text, sourceMap: view.map,
         sources: openTextSources(data.files) };
     });

@@ -435,13 +435,20 @@ function tilesAccesses(data, root) {
       if (o && o.saved) o.canvas.getContext("2d").putImageData(o.saved, 0, 0);
     });
   });
-  root.append(h("details", { class: "pl-tiles-list" }, h("summary", { text: data.accesses.length + " loads and stores, in order" }), list));
+  const count = data.accessCount === undefined ? data.accesses.length : data.accessCount;
+  const listed = count > data.accesses.length ? " (the first " + data.accesses.length + " listed)" : "";
+  root.append(h("details", { class: "pl-tiles-list" }, h("summary", { text: count + " loads and stores, in order" + listed }), list));
   for (const n of data.notices) root.append(h("p", { class: "pl-notice", text: n }));
 }
 
 function tilesKernel(kernel, ctx, saved) {
-  const grid = kernel.grid;
-  const total = kernel.programs;
+  // Large grids come sampled: every stride[a]-th program along axis a. Positions and
+  // indices below count the programs shown; `actual` gives a program's grid indices.
+  const grid = kernel.shown || kernel.grid;
+  const stride = kernel.stride || kernel.grid.map(() => 1);
+  const sampled = stride.some((s) => s > 1);
+  const total = kernel.shownPrograms || kernel.programs;
+  const actual = (index) => index.map((v, a) => v * stride[a]);
   const view = {
     schedule: saved.schedule || kernel.schedule,
     chip: Object.assign({}, kernel.defaultChip, saved.chip || {}),
@@ -510,7 +517,7 @@ function tilesKernel(kernel, ctx, saved) {
 
   function fetchAccesses() {
     if (!accessPanel.open || view.timer || !ctx.request) return;
-    const index = grid.length ? tilesUnravel(view.position, grid) : [];
+    const index = actual(grid.length ? tilesUnravel(view.position, grid) : []);
     const key = index.join(",");
     accessTitle.textContent = "Inside the block: the loads and stores of program " + tilesProgramText(index);
     if (view.accessesFor === key) return;
@@ -560,11 +567,13 @@ function tilesKernel(kernel, ctx, saved) {
     const previousPosition = position > 0 && (view.timer || view.hover === null) ? position - 1 : null;
     const previous = previousPosition === null ? null : tilesUnravel(previousPosition, grid);
     let lit = 0;
-    for (const op of operands) if (op.draw(index, view.timer || view.hover === null ? previous : null)) lit++;
-    root.dataset.program = index.join(",");
+    // Sampled programs are not consecutive: no "previous program" to compare with.
+    for (const op of operands) if (op.draw(index, !sampled && (view.timer || view.hover === null) ? previous : null)) lit++;
+    const program = actual(index);
+    root.dataset.program = program.join(",");
     root.dataset.position = String(position);
     root.dataset.highlighted = String(lit);
-    label.textContent = "program " + tilesProgramText(index) + " \u00b7 " + (position + 1) + " of " + total;
+    label.textContent = "program " + tilesProgramText(program) + " \u00b7 " + (position + 1) + " of " + total + (sampled ? " shown" : "");
     scrub.value = String(view.position);
     order.textContent = kernel.order[view.schedule];
     for (const [p, td] of cells) {
@@ -590,12 +599,12 @@ function tilesKernel(kernel, ctx, saved) {
       g.fillRect(0, y + ch / 2, gridCanvas.width, 1);
       g.fillStyle = "#bf8700";
       g.fillRect(x, y, cw, ch);
-      gridCanvas.dataset.program = index.join(",");
+      gridCanvas.dataset.program = program.join(",");
     }
   }
 
   const facts = [
-    "grid " + (grid.length ? grid.join(" \u00d7 ") : "()") + " = " + total + " program" + (total === 1 ? "" : "s"),
+    "grid " + (kernel.grid.length ? kernel.grid.join(" \u00d7 ") : "()") + " = " + kernel.programs + " program" + (kernel.programs === 1 ? "" : "s"),
     kernel.semantics ? "axes " + kernel.semantics.map((sem, a) => (kernel.axisNames[a] || a) + ": " + sem).join(", ") : null,
   ].filter(Boolean);
   // Native append would print null and arrays as text: flatten and drop the empties.
