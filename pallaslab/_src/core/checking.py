@@ -21,7 +21,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core import emulator
+from pallaslab._src.core import emulator, sharing
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.records import Leak, RaceCheck, SourceLocation
@@ -314,17 +314,21 @@ def confirm_races(
     *,
     kernel_index: int = 0,
     seeds: Sequence[int] = SEEDS,
+    conflicts: Sequence[geometry.Conflict] | None = None,
 ) -> RaceCheck:
     """Runs the kernel in seeded orders `backend` allows; compares with grid order.
 
     GPU orders permute all programs, in waves of concurrent programs that read the
-    same state (so racing read-modify-writes lose updates). TPU orders split the
-    leading "parallel" axis across two cores and interleave them, and model each core
+    same state (so racing read-modify-writes lose updates); programs sharing an
+    array write back only the elements they stored. TPU orders split the leading
+    "parallel" axis across two cores and interleave them, and model each core
     keeping output blocks in VMEM without reading them back.
+
+    `conflicts` are the geometry's (`sharing.kernel_races`), found here when not given.
     """
     record = call.record
-    prefetch = [np.asarray(v) for v in operands[: call.num_scalars]]
-    conflicts = geometry.find_races(record, backend, prefetch)
+    if conflicts is None:
+        conflicts = sharing.kernel_races(call, plan, operands, backend).conflicts
     if not conflicts or plan.fallback:
         return RaceCheck(record.name, kernel_index, backend, len(conflicts), 0, False)
     key = emulator.kernel_key(record)

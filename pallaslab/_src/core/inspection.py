@@ -12,7 +12,9 @@ from pallaslab._src.records import ArraySpec, Kernel, RunResult
 
 if TYPE_CHECKING:
     from pallaslab._src.bench.check import CheckResult
+    from pallaslab._src.core.sharing import RaceReport
     from pallaslab._src.geometry.accesses import BlockAccesses
+    from pallaslab._src.geometry.races import Conflict
     from pallaslab._src.geometry.tilemap import TileMap
 
 
@@ -154,6 +156,23 @@ class Inspection:
         from pallaslab._src.core import tiling  # noqa: PLC0415
 
         return tiling.block_accesses(self, kernel, program)
+
+    def races(self, kernel: int | str = 0, backend: str = "gpu") -> list[Conflict]:
+        """Where a kernel's programs conflict under a backend's rules.
+
+        Like `kernel.races(backend)`, but outputs that programs share in memory (a
+        whole-array or `pl.ANY` ref, each program storing its own part with `pl.ds`
+        and masks) are decided under GPU rules element by element, running the
+        kernel on the example inputs: only two programs storing the same element, or
+        one loading what another stores, race.
+        """
+        return list(self.race_report(kernel, backend).conflicts)
+
+    def race_report(self, kernel: int | str = 0, backend: str = "gpu") -> RaceReport:
+        """`races`, with the inspector's sentences and what could not be checked."""
+        from pallaslab._src.core import tiling  # noqa: PLC0415
+
+        return tiling.race_report(self, kernel, backend)  # type: ignore[no-any-return]
 
     def run(
         self, *args: Any, ref: Any = None, check: bool | None = None, **kwargs: Any

@@ -12,7 +12,7 @@ import jax
 import numpy as np
 
 from pallaslab._src.closeness import element_errors
-from pallaslab._src.core import checking, emulator, jax_adapter
+from pallaslab._src.core import checking, emulator, jax_adapter, sharing
 from pallaslab._src.core.inspection import Program
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.records import (
@@ -201,12 +201,21 @@ def _check(
         call = emulator.analyse(site.params, site.in_avals)[0]
         try:
             leaks.extend(checking.find_leaks(call, plan, operands, kernel_index=index))
-            prefetch = [np.asarray(v) for v in operands[: call.num_scalars]]
-            race_checks.extend(
-                checking.confirm_races(call, plan, operands, backend, kernel_index=index)
-                for backend in geometry.BACKENDS
-                if geometry.find_races(call.record, backend, prefetch)
-            )
+            for backend in geometry.BACKENDS:
+                report = sharing.kernel_races(call, plan, operands, backend)
+                if report.notice:
+                    notices.append(f"{plan.kernel}: {report.notice}")
+                if report.conflicts:
+                    race_checks.append(
+                        checking.confirm_races(
+                            call,
+                            plan,
+                            operands,
+                            backend,
+                            kernel_index=index,
+                            conflicts=report.conflicts,
+                        )
+                    )
         except Exception as error:  # a check must never lose the run's result
             notices.append(f"{plan.kernel}: checks failed ({type(error).__name__}: {error}).")
     return notices

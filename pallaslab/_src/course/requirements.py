@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pallaslab._src.course.spec import Requirement
-from pallaslab._src.geometry import races
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -75,11 +74,11 @@ def race_free(backend: str) -> Requirement:
     def test(inspection: Inspection) -> str:
         for kernel in inspection.kernels:
             try:
-                conflicts = kernel.races(backend)
+                report = inspection.race_report(kernel.index, backend)
             except ValueError as error:
                 return f"its races could not be checked: {error}"
-            if conflicts:
-                return races.summarize(kernel, conflicts, backend)[0]
+            if report.conflicts:
+                return report.sentences(kernel)[0]
         return ""
 
     return Requirement(

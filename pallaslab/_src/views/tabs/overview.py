@@ -42,10 +42,12 @@ _MAX_CONFLICTS = 256
 _MAX_PROGRAMS = 1 << 20
 
 
-def _races(kernel: Kernel) -> dict[str, Any]:
+def _races(kernel: Kernel, inspection: Inspection | None = None) -> dict[str, Any]:
     """Per backend: sentences for the inspector, and the conflicts as data.
 
     The data (for tile views) says which programs write which block of which output.
+    Outputs programs share in memory are decided element by element (a run of the
+    kernel) when the inspection holds its program.
     """
     found: dict[str, Any] = {}
     for backend in race_geometry.BACKENDS:
@@ -66,12 +68,12 @@ def _races(kernel: Kernel) -> dict[str, Any]:
             ]
         else:
             try:
-                conflicts = race_geometry.find_races(kernel, backend)
+                conflicts, sentences = _race_words(kernel, backend, inspection)
             except ValueError as error:
                 entry["checked"] = False
                 entry["sentences"] = [f"{label}: not checked: {error}."]
             else:
-                entry["sentences"] = race_geometry.summarize(kernel, conflicts, backend)
+                entry["sentences"] = sentences
                 entry["total"] = len(conflicts)
                 names = race_geometry.axis_names(kernel)
                 entry["conflicts"] = [
@@ -84,6 +86,8 @@ def _races(kernel: Kernel) -> dict[str, Any]:
                         "programs": [list(p) for p in c.programs[:16]],
                         "programCount": len(c.programs),
                         "axes": list(c.axes),
+                        "elements": c.elements,
+                        "span": [list(pair) for pair in c.span],
                         "text": c.describe(names),
                     }
                     for c in conflicts[:_MAX_CONFLICTS]
@@ -92,7 +96,17 @@ def _races(kernel: Kernel) -> dict[str, Any]:
     return found
 
 
-def _kernel(kernel: Kernel) -> dict[str, Any]:
+def _race_words(
+    kernel: Kernel, backend: str, inspection: Inspection | None
+) -> tuple[tuple[race_geometry.Conflict, ...], list[str]]:
+    if inspection is None or inspection._program is None:  # noqa: SLF001 - hand-made records
+        conflicts = tuple(race_geometry.find_races(kernel, backend))
+        return conflicts, race_geometry.summarize(kernel, conflicts, backend)
+    report = inspection.race_report(kernel.index, backend)
+    return report.conflicts, report.sentences(kernel)
+
+
+def _kernel(kernel: Kernel, inspection: Inspection | None = None) -> dict[str, Any]:
     cost = kernel.cost_estimate
     return {
         "index": kernel.index,
@@ -120,7 +134,7 @@ def _kernel(kernel: Kernel) -> dict[str, Any]:
         "path": list(kernel.path),
         "aliases": [list(a) for a in kernel.input_output_aliases],
         "operands": [_operand(o) for o in kernel.operands],
-        "races": _races(kernel),
+        "races": _races(kernel, inspection),
     }
 
 
@@ -132,7 +146,7 @@ def payload(inspection: Inspection) -> Payload:
             "args": [{"path": a.path, "type": str(a)} for a in inspection.args],
             "outputs": [{"path": o.path, "type": str(o)} for o in inspection.outputs],
         },
-        "kernels": [_kernel(k) for k in inspection.kernels],
+        "kernels": [_kernel(k, inspection) for k in inspection.kernels],
         "notices": list(inspection.notices),
     }
 
