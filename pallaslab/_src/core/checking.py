@@ -1,12 +1,17 @@
-"""Checks that run a kernel with the emulator: padding leaks and races.
+"""Checks that run a kernel with the emulator: leaks, out-of-bounds accesses and races.
 
-Both run one kernel alone, on the values it receives in the program, several times in
+Each runs one kernel alone, on the values it receives in the program, several times in
 one compiled computation:
 
 - `find_leaks` fills edge-block padding, outputs and scratch buffers first as Pallas'
   interpreter does (NaN, or the smallest integer) and then with an ordinary value;
-  output tiles that change depend on memory no program should read. Each source is
-  then varied alone to say which one leaks.
+  output tiles that change depend on memory no program should read. The lanes masked
+  loads without `other=` turn off (undefined on a GPU) are varied the same way. Each
+  source is then varied alone to say which one leaks.
+- `find_out_of_bounds` runs the instrumented body for every program and reports the
+  loads and stores that reached outside their ref: a dynamic slice JAX clamps into
+  the block (so the emulator, like Pallas' interpreter, quietly used other elements),
+  or masked lanes enabled outside the array.
 - `confirm_races` runs the grid in seeded orders the backend allows (concurrent
   programs reading the same state, TPU cores not reading output blocks back) and
   compares with the grid's order.
@@ -14,6 +19,7 @@ one compiled computation:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -23,8 +29,9 @@ import numpy as np
 
 from pallaslab._src.core import emulator, sharing
 from pallaslab._src.core.jax_adapter import emulation as adapter
+from pallaslab._src.core.jax_adapter import instrument
 from pallaslab._src.geometry import races as geometry
-from pallaslab._src.records import Leak, RaceCheck, SourceLocation
+from pallaslab._src.records import Leak, OutOfBounds, RaceCheck, SourceLocation
 
 SEEDS = (0, 1, 2)
 
@@ -126,41 +133,99 @@ def find_leaks(
     Returns:
         One `Leak` per (source, output) that leaks, empty when none does.
     """
-    sources = _sources(call)
-    if not sources or plan.fallback:
+    if plan.fallback:
+        return []
+    loads = _masked_loads(call)
+    sources = [
+        *((position, cause, label, None) for position, cause, label in _sources(call)),
+        *(
+            (site.ref, "masked-load-without-other", _ref_label(call, site.ref), site)
+            for site in loads
+        ),
+    ]
+    if not sources:
         return []
     dtypes = _operand_dtypes(call)
     # Variant 0: Pallas' fills; 1: every source varied; then each source alone.
-    chosen: list[set[int]] = [set(), {p for p, _, _ in sources}]
+    names = [_source_name(position, site) for position, _, _, site in sources]
+    chosen: list[set[str]] = [set(), set(names)]
     if len(sources) > 1:
-        chosen += [{p} for p, _, _ in sources]
+        chosen += [{name} for name in names]
     table = {
-        position: np.stack(
+        name: np.stack(
             [
-                emulator.fill_value(dtypes[position], "alt" if position in variant else "")
+                emulator.fill_value(
+                    dtypes.get(position, np.float32), "alt" if name in variant else ""
+                )
                 for variant in chosen
             ]
         )
-        for position, _, _ in sources
+        for name, (position, _, _, _) in zip(names, sources, strict=True)
     }
+    switches = {
+        _source_name(site.ref, site): np.array([_source_name(site.ref, site) in v for v in chosen])
+        for site in loads
+    }
+    probe = instrument.Probe(fills=tuple(site.index for site in loads)) if loads else None
 
-    def run(args: Sequence[Any], fills: dict[int, Any]) -> list[Any]:
-        return emulator.run_call(call, plan, args, emulator.EMULATE, fills)
+    def run(args: Sequence[Any], fills: dict[str, Any], on: dict[str, Any]) -> list[Any]:
+        operand_fills = {int(n): v for n, v in fills.items() if not n.startswith("load")}
+        load_fills = [(on[_source_name(s.ref, s)], fills[_source_name(s.ref, s)]) for s in loads]
+        outputs, _ = emulator.run_probed(
+            call, plan, args, emulator.EMULATE, operand_fills, probe=probe, probe_fills=load_fills
+        )
+        return outputs
 
-    batched = jax.jit(jax.vmap(run, in_axes=(None, 0)))(list(operands), table)
+    batched = jax.jit(jax.vmap(run, in_axes=(None, 0, 0)))(list(operands), table, switches)
     results = [[np.asarray(o[v]) for o in batched] for v in range(len(chosen))]
     base, varied = results[0], results[1]
     if not any(_differs(a, b).any() for a, b in zip(base, varied, strict=True)):
         return []
     per_source = [varied] if len(sources) == 1 else results[2:]
     leaks = []
-    for (position, cause, label), outputs in zip(sources, per_source, strict=True):
+    for (position, cause, label, site), outputs in zip(sources, per_source, strict=True):
         for m, (want, got) in enumerate(zip(base, outputs, strict=True)):
             mask = _differs(want, got)
             if not mask.any():
                 continue
-            leaks.extend(_leak_records(call, kernel_index, position, cause, label, m, mask, want))
+            found = _leak_records(call, kernel_index, position, cause, label, m, mask, want)
+            if site is not None:
+                found = [_at_load(leak, site) for leak in found]
+            leaks.extend(found)
     return leaks
+
+
+def _masked_loads(call: adapter.KernelCall) -> list[instrument.AccessSite]:
+    """Masked loads without `other=` from a kernel operand (their lanes can leak)."""
+    body = call.instrumented
+    if body is None:
+        return []
+    return [
+        site
+        for site in body.sites
+        if site.kind == "load" and site.masked and not site.other and site.ref >= 0
+    ]
+
+
+def _source_name(position: int, site: instrument.AccessSite | None) -> str:
+    return f"load{site.index}" if site is not None else str(position)
+
+
+def _ref_label(call: adapter.KernelCall, position: int) -> str:
+    operands = call.record.operands
+    return operands[position].label if 0 <= position < len(operands) else "a scoped buffer"
+
+
+def _at_load(leak: Leak, site: instrument.AccessSite) -> Leak:
+    """A leak through a masked load's lanes, located at the load."""
+    location = SourceLocation(site.file, site.line) if site.file else leak.location
+    detail = (
+        f"The masked load from {leak.source} has no other=: the lanes its mask turns off "
+        "hold whatever memory holds (NaN past the end in Pallas' interpreter, anything on "
+        f"a GPU), and they reach {leak.output}. Give the load other= (e.g. other=0.0), or "
+        "keep those lanes out of the result with jnp.where."
+    )
+    return dataclasses.replace(leak, location=location, detail=detail)
 
 
 def _operand_dtypes(call: adapter.KernelCall) -> dict[int, Any]:
@@ -300,6 +365,82 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
             "without zeroing it first under pl.when(... == 0))."
         )
     return f"Write {operand.label} before reading it in every program that reads it."
+
+
+# ---------------------------------------------------------------------------
+# Loads and stores outside their ref.
+
+# Programs named per report (the count says how many in all).
+_PROGRAMS_SHOWN = 8
+
+
+def find_out_of_bounds(
+    call: adapter.KernelCall,
+    plan: emulator.Plan,
+    operands: Sequence[Any],
+    *,
+    kernel_index: int = 0,
+) -> list[OutOfBounds]:
+    """Loads and stores that reach outside their ref, in any program, per source line.
+
+    Runs the instrumented body for every program in one compiled computation (the
+    plan's batches): each access whose index is computed at run time, or that has a
+    mask, says whether an enabled lane fell outside its ref, and where it reached.
+
+    Returns:
+        One `OutOfBounds` per access site that does it in some program.
+
+    Raises:
+        instrument.UnsupportedError: When the body cannot be instrumented.
+    """
+    if plan.fallback:
+        return []
+    body = call.instrumented
+    if body is None:
+        raise instrument.UnsupportedError(call.instrumentation_notice)
+    watched = [site for site in body.sites if site.dynamic or site.masked]
+    if not watched:
+        return []
+    probe = instrument.Probe(flags=True)
+
+    def run(*args: Any) -> Any:
+        _, probed = emulator.run_probed(call, plan, args, probe=probe)
+        assert probed is not None
+        return probed.programs, probed.flags, probed.low, probed.high
+
+    programs, flags, low, high = (np.asarray(v) for v in jax.jit(run)(*operands))
+    order = np.lexsort(programs.T[::-1]) if programs.shape[1] else np.arange(len(programs))
+    found = []
+    for site in watched:
+        hits = order[flags[order, site.index]]
+        if not hits.size:
+            continue
+        first = hits[0]
+        rank = len(_ref_shape(call, body, site))
+        found.append(
+            OutOfBounds(
+                kernel=call.record.name,
+                kernel_index=kernel_index,
+                ref=_ref_label(call, site.ref),
+                access=site.kind,
+                cause="masked-lanes-outside" if site.masked else "clamped-slice",
+                shape=_ref_shape(call, body, site),
+                span=tuple(
+                    (int(low[first, site.index, d]), int(high[first, site.index, d]))
+                    for d in range(rank)
+                ),
+                programs=tuple(tuple(int(c) for c in programs[p]) for p in hits[:_PROGRAMS_SHOWN]),
+                program_count=int(hits.size),
+                location=SourceLocation(site.file, site.line) if site.file else None,
+            )
+        )
+    return found
+
+
+def _ref_shape(
+    call: adapter.KernelCall, body: instrument.InstrumentedBody, site: instrument.AccessSite
+) -> tuple[int, ...]:
+    return body.ref_shapes[site.ref] if 0 <= site.ref < len(body.ref_shapes) else ()
 
 
 # ---------------------------------------------------------------------------

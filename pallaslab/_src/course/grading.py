@@ -48,7 +48,19 @@ _LEAK_HINTS = {
         "A scratch buffer is read before it is written: scratch starts as garbage. "
         "Initialise it on the first step (`@pl.when(pl.program_id(axis) == 0)`)."
     ),
+    "masked-load-without-other": (
+        "A masked load leaves the lanes its mask turns off undefined (on a GPU they hold "
+        "anything), and they reach the result. Give the load a value for them "
+        "(`other=0.0`, or `-inf` before a max), or drop them with `jnp.where(mask, x, 0)`."
+    ),
 }
+
+_SLICE_HINT = (
+    "A `pl.ds(start, size)` inside a kernel indexes the program's block, not the whole "
+    "array: its start is an offset into the block (the BlockSpec already moved the block "
+    "to the program's place). Past the end, JAX moves the slice back inside the block, so "
+    "the kernel quietly reads or writes other elements."
+)
 
 _EDGE_HINT = (
     "Your kernel is right where the size is a whole number of blocks and wrong where it "
@@ -285,8 +297,12 @@ def _wrong(
             )
     leaks = [leak for a in failing for leak in a.result.leaks]
     races = [r for a in failing for r in a.result.race_checks if r.confirmed]
+    outside = [o for a in failing for o in a.result.out_of_bounds]
     message, hint = "", exercise.hint
-    if leaks:
+    if outside:
+        message = outside[0].describe(with_location=False)
+        hint = _SLICE_HINT if outside[0].cause == "clamped-slice" else exercise.hint
+    elif leaks:
         first = _first_leak(leaks)
         message = first.describe(with_location=False)
         hint = _LEAK_HINTS.get(first.cause, exercise.hint)
@@ -313,7 +329,13 @@ def _first_leak(leaks: Sequence[Leak]) -> Leak:
     # The most specific cause first: an uninitialised scratch buffer also makes the
     # output it flows into look uninitialised; uninitialised memory explains more than
     # padding.
-    order = ("uninitialized-scratch", "uninitialized-output", "never-written", "padding")
+    order = (
+        "masked-load-without-other",
+        "uninitialized-scratch",
+        "uninitialized-output",
+        "never-written",
+        "padding",
+    )
     return min(leaks, key=lambda leak: order.index(leak.cause) if leak.cause in order else 9)
 
 

@@ -122,7 +122,8 @@ class Probe:
         flags: Per site, whether an enabled lane lay outside its ref, and the
             elements it reached.
         fills: Masked loads without `other=` (site indices) whose masked-out lanes
-            take the values passed in `fills`.
+            may take other values: per site, `fills` passes (switch, value), and the
+            lanes take `value` where `switch` is true (as loaded otherwise).
         stats: Blocks (indices among the kernel's blocked operands) whose elements'
             first and last storing and touching programs are accumulated.
         stored: Blocks whose elements each program stored are returned.
@@ -173,14 +174,16 @@ class InstrumentedBody:
     Attributes:
         sites: Every load and store of the body, in order.
         rank: The largest rank of a ref (coordinates recorded per site).
+        ref_shapes: The shape of each ref the body takes (its block), in order.
         run: `run(pids, scalars, blocks, scratch, program, probe, fills, stats)`
             returns `(blocks, scratch, Probed)`: pids one int32 per grid axis,
-            `program` the program's linear index (int32), `fills` one value per
+            `program` the program's linear index (int32), `fills` one (switch, value) per
             `probe.fills` site, `stats` per `probe.stats` block its records so far.
     """
 
     sites: tuple[AccessSite, ...]
     rank: int
+    ref_shapes: tuple[tuple[int, ...], ...]
     run: Callable[..., tuple[list[Any], list[Any], Probed]] = dataclasses.field(
         repr=False, compare=False
     )
@@ -281,7 +284,7 @@ def instrumented_body(params: dict[str, Any], grid: Sequence[int]) -> Instrument
         )
         return new_blocks, new_scratch, probed
 
-    return InstrumentedBody(tuple(sites), rank, run)
+    return InstrumentedBody(tuple(sites), rank, tuple(ref_shapes), run)
 
 
 # ---------------------------------------------------------------------------
@@ -532,7 +535,9 @@ class _Evaluator:
             else jnp.broadcast_to(jnp.asarray(mask, bool), shape)
         )
         if fill:
-            result = jnp.where(enabled, result, jnp.asarray(self.fills[site.index], result.dtype))
+            switch, value = self.fills[site.index]
+            keep = enabled | ~jnp.asarray(switch, bool)
+            result = jnp.where(keep, result, jnp.asarray(value, result.dtype))
         if not coords:  # a scalar ref: nothing can lie outside, one element to record
             coords = []
         outside = jnp.zeros(shape, bool)
