@@ -26,7 +26,7 @@ from pallaslab._src.course import cells
 from pallaslab._src.course.feedback import CaseOutcome, Feedback
 from pallaslab._src.course.spec import Case, Exercise
 from pallaslab._src.geometry.blocks import stray_blocks
-from pallaslab._src.records import Leak, RunResult, TileMismatch, short_dtype
+from pallaslab._src.records import Leak, OutOfBounds, RunResult, TileMismatch, short_dtype
 
 _LEAK_HINTS = {
     "padding": (
@@ -139,6 +139,9 @@ def grade(exercise: Exercise, fn: Any, *, name_source: SourceNamer | None = None
         later = (stopped.message,) if stopped is not None else ()
         feedback = _wrong(exercise, attempts, failing, base_fields)
         return dataclasses.replace(feedback, notes=(*feedback.notes, *later))
+    chance = _right_by_chance(attempts, namer, base_fields)
+    if chance is not None:
+        return chance
     for requirement in exercise.requirements:
         problem = requirement.test(attempts[0].inspection)
         if problem:
@@ -151,6 +154,48 @@ def grade(exercise: Exercise, fn: Any, *, name_source: SourceNamer | None = None
                 requirement=requirement.name,
             )
     return Feedback(**base_fields, ok=True, kind="solved", notes=_race_notes(attempts))
+
+
+def _right_by_chance(
+    attempts: Sequence[_Attempt], namer: SourceNamer, base_fields: dict[str, Any]
+) -> Feedback | None:
+    """Right values that rest on what a GPU or TPU would not give: not solved.
+
+    A slice outside its block (JAX clamps it back inside, here) or the masked-out
+    lanes of a load without `other=` reaching the result (memory that happened to hold
+    the right values here).
+    """
+    outside = next((o for a in attempts for o in a.result.out_of_bounds), None)
+    undefined = next(
+        (
+            leak
+            for a in attempts
+            for leak in a.result.leaks
+            if leak.cause == "masked-load-without-other"
+        ),
+        None,
+    )
+    finding: OutOfBounds | Leak | None = outside or undefined
+    if finding is None:
+        return None
+    where = ""
+    if finding.location is not None:
+        named = namer(finding.location.file)
+        where = f"{named} {finding.location.line}" if named else ""
+    if isinstance(finding, OutOfBounds):
+        kind = "out-of-bounds"
+        hint = _SLICE_HINT if finding.cause == "clamped-slice" else _LEAK_HINTS["padding"]
+    else:
+        kind, hint = "wrong-values", _LEAK_HINTS[finding.cause]
+    return Feedback(
+        **base_fields,
+        ok=False,
+        kind=kind,
+        message="The values match here, but only by chance: "
+        + _lower_first(finding.describe(with_location=False)),
+        hint=hint,
+        location=where,
+    )
 
 
 def _attempt(
