@@ -68,7 +68,7 @@ def test_a_dynamic_slice_past_its_block_is_reported_for_every_program():
     )
     # The NumPy interpreter agrees, program by program.
     for program in range(4):
-        (load, _) = [a for a in inspection.accesses(0, (program,)).accesses]
+        load, _ = inspection.accesses(0, (program,)).accesses
         outside = int(load.outside((128,)).sum())
         assert outside == (0 if program == 0 else 128), program
         if program:
