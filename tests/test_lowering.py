@@ -516,6 +516,8 @@ CORPUS_TARGETS = {
     "two_kernels": ("triton", "mosaic-gpu", "mosaic-tpu:v5e"),
     "grad_custom_vjp": ("triton", "mosaic-gpu", "mosaic-tpu:v5e"),
     "scalar_prefetch": ("mosaic-tpu:v5e",),
+    "triton_masked_add": ("triton",),
+    "triton_rows_2d": ("triton",),
 }
 
 
