@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
+from jax.experimental.pallas import triton as pltriton
 
 import pallaslab
 from pallaslab._src.core import emulator, jax_adapter, running
@@ -132,3 +133,33 @@ def test_loops_branches_and_scoped_buffers_are_followed():
     first, last = np.asarray(stats[1]["first_store"]), np.asarray(stats[1]["last_store"])
     np.testing.assert_array_equal(first, np.repeat([0, 1], 32))
     np.testing.assert_array_equal(last, np.repeat([0, 1], 32))
+
+
+def test_a_body_it_cannot_follow_leaves_runs_and_the_other_checks_intact(monkeypatch):
+    def refuse(self, eqn, values):
+        raise instrument.UnsupportedError(f"{eqn.primitive.name} (refused by the test)")
+
+    monkeypatch.setattr(instrument._Evaluator, "_stateful", refuse)
+    # GPU orders fall back to whole blocks (this kernel has one program per block).
+    case = corpus.blocked_add()
+    x, y = running.example_arrays(case.args)
+    fn = jax.jit(lambda a, b: case.fn(a, b) + 0.0)  # a fresh function: traced anew
+    np.testing.assert_array_equal(pallaslab.emulate(fn, order="gpu", seed=0)(x, y), x + y)
+    # Padding leaks are still found; the slices' check says why it did not run.
+
+    def reverse(x_ref, o_ref):
+        every = jnp.arange(128) < 128
+        o_ref[...] = pltriton.load(x_ref.at[pl.ds(0, 128)], mask=every)[::-1]
+
+    leaky = pl.pallas_call(
+        reverse,
+        out_shape=jax.ShapeDtypeStruct((200,), jnp.float32),
+        grid=(2,),
+        in_specs=[pl.BlockSpec((128,), lambda i: (i,))],
+        out_specs=pl.BlockSpec((128,), lambda i: (i,)),
+    )
+    x = jnp.arange(200.0)
+    result = pallaslab.inspect(leaky, x).run(x)
+    assert [leak.cause for leak in result.leaks] == ["padding"]
+    (notice,) = [n for n in result.notices if "slices were not checked" in n]
+    assert "refused by the test" in notice

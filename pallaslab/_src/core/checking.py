@@ -135,7 +135,19 @@ def find_leaks(
     """
     if plan.fallback:
         return []
-    loads = _masked_loads(call)
+    try:
+        return _find_leaks(call, plan, operands, kernel_index, _masked_loads(call))
+    except instrument.UnsupportedError:  # loads not followed: the other sources still are
+        return _find_leaks(call, plan, operands, kernel_index, [])
+
+
+def _find_leaks(
+    call: adapter.KernelCall,
+    plan: emulator.Plan,
+    operands: Sequence[Any],
+    kernel_index: int,
+    loads: list[instrument.AccessSite],
+) -> list[Leak]:
     sources = [
         *((position, cause, label, None) for position, cause, label in _sources(call)),
         *(

@@ -416,7 +416,13 @@ def run_call(
     back only the elements it stored (found by the instrumented body), so programs
     storing disjoint parts of one array never undo each other's work.
     """
-    return run_probed(call, plan, args, request, fill_values)[0]
+    try:
+        return run_probed(call, plan, args, request, fill_values)[0]
+    except instrument.UnsupportedError:
+        if not (request.order == "gpu" and request.applies_to(kernel_key(call.record))):
+            raise
+        # A body the instrumentation cannot follow: whole blocks are written back.
+        return run_probed(call, plan, args, request, fill_values, share=False)[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -449,12 +455,18 @@ def run_probed(
     probe: instrument.Probe | None = None,
     probe_fills: Sequence[Any] = (),
     programs: np.ndarray | None = None,
+    share: bool = True,
 ) -> tuple[list[Any], ProbeResult | None]:
     """`run_call`, with the instrumented body recording what `probe` asks.
 
     Returns the outputs and, with a probe, what it recorded. Element records
     (`probe.stats`) need the grid's order (no `request.order`). `programs` (grid
     indices, one row each) runs only those, one at a time in that order: a sample.
+    `share=False` makes programs in a GPU order write back whole blocks.
+
+    Raises:
+        instrument.UnsupportedError: When the probe (or a GPU order's sharing) needs
+            the instrumented body and it cannot follow this kernel's.
     """
     applies = request.applies_to(kernel_key(call.record))
     overrides = dict(fill_values or {})
@@ -490,7 +502,7 @@ def run_probed(
     if probe is not None and probe.stats and schedule.ordered:
         raise ValueError("element records are kept in the grid's order only")
     # Programs that share memory (GPU orders) write back only what they stored.
-    shared = applies and request.order == "gpu"
+    shared = share and applies and request.order == "gpu"
     if shared and probe is None:
         probe = instrument.Probe()
     if shared and probe is not None:
