@@ -389,3 +389,26 @@ def test_a_kernel_cell_in_the_triton_style_shows_no_race(ip):
     assert gpu["total"] == 0 and "no races" in gpu["sentences"][0]
     run = panes["run"]["result"]
     assert run["raceChecks"] == [] and run["leaks"] == []
+
+
+def test_a_grid_that_misses_the_tail_leaves_elements_no_program_stores():
+    fn = _short_grid_add()  # n // block programs: the ragged tail is never stored
+    x = _arange(N)
+    result = pallaslab.inspect(fn, x, x).run(x, x)
+    (leak,) = result.leaks
+    # Hand-computed: 7 programs of 128 store 0..895; 104 elements are never stored.
+    assert (leak.cause, leak.output, leak.elements) == ("never-written", "o_ref", N - 7 * B)
+    assert leak.nan_elements == N - 7 * B and np.isnan(result.values[0][7 * B :]).all()
+    assert "No program stores them" in leak.detail
+    assert leak.location is not None and leak.location.file == __file__
+
+
+def _short_grid_add():
+    def kernel(x_ref, y_ref, o_ref):
+        pid = pl.program_id(0)
+        mask = pid * B + jnp.arange(B) < N
+        x = pltriton.load(x_ref.at[pl.ds(pid * B, B)], mask=mask, other=0.0)
+        y = pltriton.load(y_ref.at[pl.ds(pid * B, B)], mask=mask, other=0.0)
+        pltriton.store(o_ref.at[pl.ds(pid * B, B)], x + y, mask=mask)
+
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((N,), jnp.float32), grid=(N // B,))

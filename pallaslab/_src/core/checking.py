@@ -200,7 +200,12 @@ def _find_leaks(
             mask = _differs(want, got)
             if not mask.any():
                 continue
-            found = _leak_records(call, kernel_index, position, cause, label, m, mask, want)
+            stored = None
+            if cause == "uninitialized-output":
+                stored = _stored_elements(call, plan, operands, position)
+            found = _leak_records(
+                call, kernel_index, position, cause, label, m, mask, want, stored=stored
+            )
             if site is not None:
                 found = [_at_load(leak, site) for leak in found]
             leaks.extend(found)
@@ -225,7 +230,9 @@ def _source_name(position: int, site: instrument.AccessSite | None) -> str:
 
 def _ref_label(call: adapter.KernelCall, position: int) -> str:
     operands = call.record.operands
-    return operands[position].label if 0 <= position < len(operands) else "a scoped buffer"
+    if 0 <= position < len(operands):
+        return operands[position].label
+    return "a scoped buffer" if position == -1 else "a ref"
 
 
 def _at_load(leak: Leak, site: instrument.AccessSite) -> Leak:
@@ -259,12 +266,14 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
     output: int,
     mask: np.ndarray,
     values: np.ndarray,
+    *,
+    stored: np.ndarray | None = None,
 ) -> list[Leak]:
     record = call.record
     k = call.num_inputs + output
     layout = call.layouts[k]
     out_operand = record.operands[call.num_scalars + k]
-    written = _written_mask(call, k)
+    written = stored if stored is not None else _written_mask(call, k)
     found = []
     groups: list[tuple[str, np.ndarray]] = [(cause, mask)]
     if cause == "uninitialized-output" and written is not None:
@@ -291,6 +300,24 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
             )
         )
     return found
+
+
+def _stored_elements(
+    call: adapter.KernelCall, plan: emulator.Plan, operands: Sequence[Any], position: int
+) -> np.ndarray | None:
+    """For a whole-array output, the elements some program stores (None otherwise).
+
+    Every program's block covers all of such an output, so blocks cannot say which
+    elements no program writes: the instrumented body can.
+    """
+    operand = call.record.operands[position]
+    if operand.role != "out" or not geometry.whole_array(operand):
+        return None
+    try:
+        accesses = sharing.shared_accesses(call, plan, operands, [position])[position]
+    except Exception:  # then the block-level answer stands
+        return None
+    return np.asarray((accesses.last_store >= 0) | (accesses.last_atomic >= 0))
 
 
 def _written_mask(call: adapter.KernelCall, k: int) -> np.ndarray | None:
@@ -334,7 +361,8 @@ def _location(call: adapter.KernelCall, position: int, cause: str) -> SourceLoca
     operand = record.operands[position]
     if cause in ("padding", "never-written"):
         index_map = operand.index_map
-        if index_map is not None and index_map.source_file:
+        own = index_map is not None and "/jax/_src/" not in index_map.source_file
+        if index_map is not None and index_map.source_file and own:
             return SourceLocation(index_map.source_file, index_map.source_line)
     return record.source
 
@@ -360,6 +388,11 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
             "out of the result."
         )
     if cause == "never-written":
+        if geometry.whole_array(operand):
+            return (
+                f"No program stores them: check the grid (pl.cdiv(n, block) programs cover "
+                f"n elements) and the offsets and masks of the stores into {operand.label}."
+            )
         return (
             f"No program's block of {operand.label} covers them: check the grid and the "
             "output's index map."
