@@ -240,6 +240,10 @@ class Kernel:
         "arbitrary" axes (the default) they run in order, but a block left and
         revisited later is not read back.
 
+        Pure geometry: programs sharing a whole-array output (no BlockSpec, or
+        `pl.ANY`) count as each writing all of it. `Inspection.races` decides those
+        element by element, from the elements each program really stores.
+
         Args:
             backend: "gpu" or "tpu".
             prefetch: Scalar-prefetch values, when an output's index map reads them.
