@@ -313,6 +313,9 @@ def _stored_elements(
     operand = call.record.operands[position]
     if operand.role != "out" or not geometry.whole_array(operand):
         return None
+    k = position - call.num_scalars
+    if call.record.num_programs < 2 or not call.program.written[k]:
+        return None  # one program, or none that stores: the block-level words say more
     try:
         accesses = sharing.shared_accesses(call, plan, operands, [position])[position]
     except Exception:  # then the block-level answer stands
