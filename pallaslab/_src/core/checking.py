@@ -44,10 +44,13 @@ def _run_variants(
 ) -> list[list[np.ndarray]]:
     """Outputs of the kernel under each request, computed in one compiled program."""
 
-    def run(*args: Any) -> list[list[Any]]:
-        return [emulator.run_call(call, plan, args, request) for request in requests]
+    def build() -> Any:
+        def run(*args: Any) -> list[list[Any]]:
+            return [emulator.run_call(call, plan, args, request) for request in requests]
 
-    results = jax.jit(run)(*operands)
+        return run
+
+    results = emulator.compiled_check(call, "variants", tuple(requests), build)(*operands)
     return [[np.asarray(o) for o in outputs] for outputs in results]
 
 
@@ -188,7 +191,12 @@ def _find_leaks(
         )
         return outputs
 
-    batched = jax.jit(jax.vmap(run, in_axes=(None, 0, 0)))(list(operands), table, switches)
+    batched = emulator.compiled_check(
+        call,
+        "leaks",
+        (tuple(names), tuple(tuple(sorted(v)) for v in chosen)),
+        lambda: jax.vmap(run, in_axes=(None, 0, 0)),
+    )(list(operands), table, switches)
     results = [[np.asarray(o[v]) for o in batched] for v in range(len(chosen))]
     base, varied = results[0], results[1]
     if not any(_differs(a, b).any() for a, b in zip(base, varied, strict=True)):
@@ -456,7 +464,8 @@ def find_out_of_bounds(
         assert probed is not None
         return probed.programs, probed.flags, probed.low, probed.high
 
-    programs, flags, low, high = (np.asarray(v) for v in jax.jit(run)(*operands))
+    checked = emulator.compiled_check(call, "bounds", (), lambda: run)(*operands)
+    programs, flags, low, high = (np.asarray(v) for v in checked)
     order = np.lexsort(programs.T[::-1]) if programs.shape[1] else np.arange(len(programs))
     found = []
     for site in watched:

@@ -269,6 +269,29 @@ def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.Ke
     return per_body[key]
 
 
+# Checks compiled per kernel call (a few recent ones): running a cell again reuses them.
+_checks: dict[tuple[int, str, Any], tuple[weakref.ref[Any], Callable[..., Any]]] = {}
+_CHECKS_KEPT = 32
+
+
+def compiled_check(
+    call: adapter.KernelCall, name: str, key: Any, build: Callable[[], Callable[..., Any]]
+) -> Callable[..., Any]:
+    """`jax.jit(build())`, made once per (call, name, key) while the call lives.
+
+    `key` must say everything the built function depends on besides `call`.
+    """
+    entry = (id(call), name, key)
+    found = _checks.get(entry)
+    if found is not None and found[0]() is call:
+        return found[1]
+    function = jax.jit(build())
+    while len(_checks) >= _CHECKS_KEPT:
+        _checks.pop(next(iter(_checks)))
+    _checks[entry] = (weakref.ref(call), function)
+    return function
+
+
 def plan_for_site(site: jax_adapter.KernelSite) -> Plan:
     """The plan for a kernel found in a traced program."""
     if site.primitive != "pallas_call":
@@ -501,13 +524,17 @@ def run_probed(
     written = list(body.written)
     if probe is not None and probe.stats and schedule.ordered:
         raise ValueError("element records are kept in the grid's order only")
-    # Programs that share memory (GPU orders) write back only what they stored.
-    shared = share and applies and request.order == "gpu"
-    if shared and probe is None:
-        probe = instrument.Probe()
-    if shared and probe is not None:
-        stored = tuple(k for k in range(len(call.layouts)) if carried[k] and written[k])
-        probe = dataclasses.replace(probe, stored=stored)
+    # Programs that share an array (GPU orders) write back only what they stored;
+    # blocks cut by BlockSpecs are written back whole, as the block-level model has it.
+    stored = tuple(
+        k
+        for k in range(len(call.layouts))
+        if carried[k]
+        and written[k]
+        and geometry.whole_array(call.record.operands[call.num_scalars + k])
+    )
+    if share and applies and request.order == "gpu" and stored:
+        probe = dataclasses.replace(probe or instrument.Probe(), stored=stored)
     instrumented = call.instrumented if probe is not None else None
     if probe is not None and instrumented is None:
         if probe.flags or probe.fills or probe.stats:

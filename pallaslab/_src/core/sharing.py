@@ -24,7 +24,6 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-import jax
 import numpy as np
 
 from pallaslab._src.core import emulator
@@ -153,7 +152,8 @@ def shared_accesses(
         assert probed is not None
         return probed.stats
 
-    stats = jax.jit(run)(*operands)
+    sample = None if chosen is None else tuple(chosen.tolist())
+    stats = emulator.compiled_check(call, "elements", (blocks, sample), lambda: run)(*operands)
     ran = np.arange(total) if chosen is None else chosen
     found = {}
     for position, k in zip(positions, blocks, strict=True):

@@ -524,6 +524,11 @@ class _Evaluator:
         fill = site.index in self.fills and site.kind == "load" and site.masked and not site.other
         if not (self.probe.flags or tracked or fill):
             return result
+        window = _window(transforms, handle.shape)
+        if not (tracked or fill) and mask is None and window is not None:
+            # A window of slices and scalars, every lane on: its ends say it all.
+            self._flag_window(site.index, window, handle.shape)
+            return result
         lanes = _lane_coordinates(transforms, handle.shape)
         if lanes is None:  # reshaped or bitcast views: lanes not followed
             return result
@@ -551,10 +556,21 @@ class _Evaluator:
             self._track(block, site.kind, effective, valid, handle.shape)
         return result
 
+    def _flag_window(
+        self, index: int, window: list[tuple[Any, Any]], shape: tuple[int, ...]
+    ) -> None:
+        """Flags an unmasked access from its window's first and last element per dim."""
+        hit = jnp.zeros((), bool)
+        low, high = [], []
+        for (first, last), n in zip(window, shape, strict=True):
+            hit = hit | (first < 0) | (last >= n)
+            low.append(first)
+            high.append(last)
+        zeros = [jnp.int32(0)] * (self.rank - len(window))
+        self._merge_flag(index, hit, jnp.stack([*low, *zeros]), jnp.stack([*high, *zeros]))
+
     def _flag(self, index: int, coords: list[Any], enabled: Any, outside: Any) -> None:
         hit = jnp.any(enabled & outside)
-        state = self.state
-        state["flags"] = state["flags"].at[index].set(state["flags"][index] | hit)
         low, high = [], []
         for d in range(self.rank):
             if d < len(coords):
@@ -564,16 +580,15 @@ class _Evaluator:
             else:
                 low.append(jnp.int32(0))
                 high.append(jnp.int32(0))
-        lows, highs = jnp.stack(low), jnp.stack(high)
-        state["low"] = (
-            state["low"]
-            .at[index]
-            .set(jnp.where(hit, jnp.minimum(state["low"][index], lows), state["low"][index]))
-        )
-        state["high"] = (
-            state["high"]
-            .at[index]
-            .set(jnp.where(hit, jnp.maximum(state["high"][index], highs), state["high"][index]))
+        self._merge_flag(index, hit, jnp.stack(low), jnp.stack(high))
+
+    def _merge_flag(self, index: int, hit: Any, lows: Any, highs: Any) -> None:
+        state = self.state
+        flags, low, high = state["flags"], state["low"], state["high"]
+        state["flags"] = flags.at[index].set(flags[index] | hit)
+        state["low"] = low.at[index].set(jnp.where(hit, jnp.minimum(low[index], lows), low[index]))
+        state["high"] = high.at[index].set(
+            jnp.where(hit, jnp.maximum(high[index], highs), high[index])
         )
 
     def _track(
@@ -789,6 +804,27 @@ def _lane_coordinates(
                 starts = None
                 break
     return list(coords or []), starts
+
+
+def _window(transforms: Sequence[Any], shape: tuple[int, ...]) -> list[tuple[Any, Any]] | None:
+    """Per dimension, the first and last element a single indexer selects.
+
+    For an indexer of slices and scalars (int32 values); None for other views (arrays,
+    chains, bitcasts).
+    """
+    if len(transforms) != 1 or not isinstance(transforms[0], _NDIndexer):
+        return None
+    window = []
+    for index in transforms[0].indices:
+        if isinstance(index, _Slice):
+            start = jnp.asarray(index.start, jnp.int32)
+            window.append((start, start + (int(index.size) - 1) * int(index.stride)))
+        elif not jnp.shape(index):
+            value = jnp.asarray(index, jnp.int32)
+            window.append((value, value))
+        else:
+            return None
+    return window if len(window) == len(shape) else None
 
 
 def _apply_indexer(
