@@ -555,6 +555,77 @@ def scatter_blocks(dest: tuple[int, ...] = (3, 0, 6, 1, 7, 2, 5, 4)) -> Case:
     )
 
 
+# 16. The Triton puzzles' style: whole arrays (no BlockSpecs), each program picks its
+# part with program_id, pl.ds and masks; a ragged tail.
+def triton_masked_add(n: int = 1000, block: int = 128) -> Case:
+    def add_kernel(x_ref, y_ref, o_ref):
+        pid = pl.program_id(0)
+        offsets = pid * block + jnp.arange(block)
+        mask = offsets < n
+        x = pltriton.load(x_ref.at[pl.ds(pid * block, block)], mask=mask, other=0.0)
+        y = pltriton.load(y_ref.at[pl.ds(pid * block, block)], mask=mask, other=0.0)
+        pltriton.store(o_ref.at[pl.ds(pid * block, block)], x + y, mask=mask)
+
+    fn = pl.pallas_call(
+        add_kernel, out_shape=jax.ShapeDtypeStruct((n,), jnp.float32), grid=(pl.cdiv(n, block),)
+    )
+    return Case(
+        "triton_masked_add",
+        fn,
+        (f32(n), f32(n)),
+        lambda x, y: x + y,
+        (
+            KernelFacts(
+                (pl.cdiv(n, block),),
+                ((n,), (n,), (n,)),
+                ("in", "in", "out"),
+                ("program_id", "mask="),
+            ),
+        ),
+    )
+
+
+# 17. A 2-D whole-array kernel: each program takes rows and columns with pl.ds, a
+# masked ragged edge of columns, and a row reduction kept per program.
+def triton_rows_2d(rows: int = 64, cols: int = 200, bm: int = 16, bn: int = 128) -> Case:
+    def kernel(x_ref, o_ref, s_ref):
+        i, j = pl.program_id(0), pl.program_id(1)
+        col_ok = (j * bn + jnp.arange(bn)) < cols
+        window = (pl.ds(i * bm, bm), pl.ds(j * bn, bn))
+        x = pltriton.load(x_ref.at[window], mask=col_ok[None, :], other=0.0)
+        pltriton.store(o_ref.at[window], jnp.tanh(x), mask=col_ok[None, :])
+        s_ref[pl.ds(i * bm, bm), pl.ds(j, 1)] = jnp.sum(x, axis=1, keepdims=True)
+
+    grid = (rows // bm, pl.cdiv(cols, bn))
+    fn = pl.pallas_call(
+        kernel,
+        out_shape=(
+            jax.ShapeDtypeStruct((rows, cols), jnp.float32),
+            jax.ShapeDtypeStruct((rows, grid[1]), jnp.float32),
+        ),
+        grid=grid,
+    )
+
+    def reference(x):
+        padded = jnp.pad(x, ((0, 0), (0, grid[1] * bn - cols)))
+        return jnp.tanh(x), padded.reshape(rows, grid[1], bn).sum(axis=-1)
+
+    return Case(
+        "triton_rows_2d",
+        fn,
+        (f32(rows, cols),),
+        reference,
+        (
+            KernelFacts(
+                grid,
+                ((rows, cols), (rows, cols), (rows, grid[1])),
+                ("in", "out", "out"),
+                ("tanh", "mask="),
+            ),
+        ),
+    )
+
+
 ALL: tuple[Callable[[], Case], ...] = (
     vector_add,
     blocked_add,
@@ -571,4 +642,6 @@ ALL: tuple[Callable[[], Case], ...] = (
     pipelined_add,
     tpu_mesh_kernel,
     scatter_blocks,
+    triton_masked_add,
+    triton_rows_2d,
 )

@@ -847,3 +847,77 @@ class TestChipsAndMeshShapes:
         closed = jax.make_jaxpr(fn)(corpus.f32(8, 128))
         (site,) = jax_adapter.find_kernel_sites(closed)
         assert type(site.params["interpret"]).__name__ == "InterpretParams"
+
+
+# ---------------------------------------------------------------------------
+# The instrumented body (core/jax_adapter/instrument.py): what it reads, in this JAX's form.
+
+
+def test_instrument_discharge_rules_and_their_calling_convention():
+    from jax._src.state import discharge, primitives
+
+    from pallaslab._src.core.jax_adapter import instrument
+
+    assert not instrument.unavailable()
+    rules = discharge._discharge_rules
+    assert primitives.get_p in rules and primitives.swap_p in rules
+    names = {p.name for p in rules}
+    assert {"masked_load", "masked_swap", "addupdate"} <= names
+    context = getattr(discharge, "DischargeContext", None)
+    if context is not None:  # newer JAX: rule(ctx, *args, **params)
+        fields = {f.name for f in dataclasses.fields(context)}
+        assert {"in_avals", "out_avals"} <= fields
+
+
+def test_instrument_indexers_slices_and_masked_access_trees():
+    from jax.experimental.pallas import triton as pltriton
+
+    def kernel(x_ref, o_ref):
+        pid = pl.program_id(0)
+        mask = jnp.arange(8) < 5
+        v = pltriton.load(x_ref.at[pl.ds(pid * 8, 8)], mask=mask)
+        pltriton.store(o_ref.at[pl.ds(pid * 8, 8)], v, mask=mask)
+
+    fn = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((16,), jnp.float32), grid=(2,))
+    (site,) = jax_adapter.find_kernel_sites(jax.make_jaxpr(fn)(jnp.zeros(16)))
+    load, store = [
+        e for e in site.params["jaxpr"].eqns if e.primitive.name in ("masked_load", "masked_swap")
+    ]
+    from jax._src import tree_util
+    from jax._src.state import indexing
+
+    _, transforms, mask, other = tree_util.tree_unflatten(
+        load.params["args_tree"], list(load.invars)
+    )
+    assert other is None and mask is not None
+    (indexer,) = transforms
+    assert isinstance(indexer, indexing.NDIndexer)
+    assert indexer.shape == (16,) and tuple(indexer.int_indexer_shape) == ()
+    (index,) = indexer.indices
+    assert isinstance(index, indexing.Slice)
+    assert (index.size, index.stride) == (8, 1) and not isinstance(index.start, int)
+    _, transforms, value, mask = tree_util.tree_unflatten(
+        store.params["args_tree"], list(store.invars)
+    )
+    assert mask is not None and value is not None
+
+
+def test_instrument_control_flow_params_it_rebuilds():
+    def kernel(x_ref, o_ref):
+        def body(t, c):
+            return c + x_ref[pl.ds(t, 1)][0]
+
+        total = jax.lax.fori_loop(0, 4, body, 0.0)
+
+        @pl.when(total > 0)
+        def _():
+            o_ref[...] = jnp.full((8,), total)
+
+    fn = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32))
+    (site,) = jax_adapter.find_kernel_sites(jax.make_jaxpr(fn)(jnp.ones(8)))
+    eqns = {e.primitive.name: e for e in site.params["jaxpr"].eqns}
+    scan = eqns["scan"].params
+    assert {"jaxpr", "num_consts", "num_carry", "length", "reverse"} <= set(scan)
+    assert hasattr(scan["jaxpr"], "consts") and hasattr(scan["jaxpr"], "jaxpr")
+    assert "branches" in eqns["cond"].params
+    assert hasattr(eqns["cond"], "ctx") and hasattr(eqns["cond"].ctx, "manager")

@@ -520,6 +520,8 @@ CORPUS_TARGETS = {
     "pipelined_add": ("mosaic-tpu:v5e",),
     "tpu_mesh_kernel": ("mosaic-tpu:v5e",),
     "scatter_blocks": ("mosaic-tpu:v5e",),
+    "triton_masked_add": ("triton",),
+    "triton_rows_2d": ("triton",),
 }
 
 

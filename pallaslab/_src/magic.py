@@ -381,7 +381,6 @@ class KernelMagics(Magics):
                 space,
                 ref=self._reference(options.ref),
                 name=inspection.name if inspection is not None else call,
-                source=f"{call}\n{cell}",
                 retune=options.retune,
                 live=DisplayedBench(),
                 cache_key={"forced_interpret": bool(options.interpret)},

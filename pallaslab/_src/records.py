@@ -248,6 +248,10 @@ class Kernel:
         "arbitrary" axes (the default) they run in order, but a block left and
         revisited later is not read back.
 
+        Pure geometry: programs sharing a whole-array output (no BlockSpec, or
+        `pl.ANY`) count as each writing all of it. `Inspection.races` decides those
+        element by element, from the elements each program really stores.
+
         Args:
             backend: "gpu" or "tpu".
             prefetch: Scalar-prefetch values, when an output's index map reads them
@@ -404,6 +408,8 @@ class RunResult:
             allow, for kernels whose geometry shows conflicts.
         seeded_inputs: The arguments (their paths) that were given as shapes and ran
             on seeded random data.
+        out_of_bounds: Loads and stores that reached outside their block or array in
+            some program (checking mode), empty when none did or no check ran.
     """
 
     backend: str
@@ -417,6 +423,7 @@ class RunResult:
     leaks: tuple[Leak, ...] = ()
     race_checks: tuple[RaceCheck, ...] = ()
     seeded_inputs: tuple[str, ...] = ()
+    out_of_bounds: tuple[OutOfBounds, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -434,13 +441,15 @@ class Leak:
         source: The operand whose padding or initial contents leak.
         cause: "padding" (an input's edge-block padding), "never-written" (output
             elements no program writes), "uninitialized-output" (an output block read
-            before it is written) or "uninitialized-scratch" (a scratch buffer read
-            before it is written).
+            before it is written), "uninitialized-scratch" (a scratch buffer read
+            before it is written) or "masked-load-without-other" (the lanes a masked
+            load without `other=` turns off: undefined on a GPU).
         tiles: The affected tiles of the output: block indices in its block grid.
         elements: Affected output elements.
         nan_elements: Of those, how many are NaN in the run (as interpret mode gives).
         location: Where the leak is best fixed: the source operand's BlockSpec (index
-            map) for padding and never-written elements, else the kernel.
+            map) for padding and never-written elements, the load for masked loads,
+            else the kernel.
         programs: Programs that write the first affected tiles.
         detail: Where the padding or unwritten memory is, in words.
     """
@@ -468,6 +477,9 @@ class Leak:
             "never-written": "elements no program writes",
             "uninitialized-output": f"{self.source} as it was before any program wrote it",
             "uninitialized-scratch": f"scratch buffer {self.source} before it is written",
+            "masked-load-without-other": (
+                f"the lanes a masked load from {self.source} turns off (it has no other=)"
+            ),
         }.get(self.cause, self.source)
         nan = f", {self.nan_elements} of them NaN" if self.nan_elements else ""
         where = (
@@ -479,6 +491,75 @@ class Leak:
         return (
             f"{self.kernel}: tile{plural} {shown}{more} of {self.output} {verb} on {what}: "
             f"{self.elements} element(s){nan}.{detail}{where}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class OutOfBounds:
+    """Loads or stores of one source line that reach outside their ref, in some programs.
+
+    Found by running the kernel's body instrumented (emulated): every program, every
+    load and store, lane by lane.
+
+    Attributes:
+        kernel: The kernel's name.
+        kernel_index: Its index in the program.
+        ref: The ref accessed (its parameter name; "a scoped buffer" for
+            `pl.run_scoped` ones).
+        access: "load", "store", "update" (`+=`) or "atomic".
+        cause: "clamped-slice": a slice or index computed while the kernel runs
+            reaches outside the ref; JAX clamps it to fit, so Pallas' interpreter and
+            the emulator read or write other elements than asked, and a GPU or TPU
+            reads or writes out of bounds. "masked-lanes-outside": a masked load or
+            store has lanes enabled outside the ref.
+        shape: The ref's shape (the block a program sees).
+        span: For the first program that does it, per dimension the first and last
+            element its (enabled) lanes reach.
+        programs: The first programs that do it, in grid order.
+        program_count: How many programs do it.
+        location: The load's or store's source line.
+    """
+
+    kernel: str
+    kernel_index: int
+    ref: str
+    access: str
+    cause: str
+    shape: tuple[int, ...]
+    span: tuple[tuple[int, int], ...]
+    programs: tuple[tuple[int, ...], ...]
+    program_count: int
+    location: SourceLocation | None = None
+
+    def describe(self, with_location: bool = True) -> str:
+        """One sentence: which access, where it reaches, in which programs, and why."""
+        verb = {"load": "load from", "store": "store into", "update": "update of"}.get(
+            self.access, f"{self.access} on"
+        )
+        reach = "; ".join(
+            f"{lo}..{hi}" + (f" of dimension {d}" if len(self.span) > 1 else "")
+            for d, (lo, hi) in enumerate(self.span)
+        )
+        size = "x".join(str(n) for n in self.shape) or "a scalar"
+        shown = ", ".join(_tuple_text(p) for p in self.programs[:4])
+        more = f" and {self.program_count - 4} more" if self.program_count > 4 else ""
+        programs = f"program{'s' if self.program_count != 1 else ''} {shown}{more}"
+        why = (
+            "JAX clamps a slice computed at run time to fit, so the emulator and Pallas' "
+            "interpreter used other elements than the kernel asked for; a GPU or TPU "
+            "would go out of bounds. Check the pl.ds start (an offset into the block, "
+            "not into the array) and its size."
+            if self.cause == "clamped-slice"
+            else "Lanes the mask enables lie outside it: check the mask against the block's size."
+        )
+        where = (
+            f" ({self.location.file}:{self.location.line})"
+            if self.location and with_location
+            else ""
+        )
+        return (
+            f"{self.kernel}: a {verb} {self.ref} reaches elements {reach}, outside "
+            f"{self.ref} ({size}), in {programs}.{where} {why}"
         )
 
 

@@ -58,7 +58,8 @@ class Row:
         mode: "emulated", "interpret", "compiled" or "xla".
         note: The label this timing carries (the CPU notice on CPU).
         method: How it was timed.
-        cached: Whether the row was read from the cache instead of measured.
+        cached: Whether the timing was read from the cache instead of measured (a
+            tuned config's correctness is checked again on the run at hand).
     """
 
     impl: str

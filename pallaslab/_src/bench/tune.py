@@ -4,17 +4,21 @@ For each config (the product of the values given per name): build the program wi
 those values, trace it, lower it for its target (on CPU, kernels written for GPU are
 also lowered for CUDA, so a config Triton cannot lower fails here as it would there),
 compile, run, check against the reference, and time it. Configs that fail say why, at
-which step. Results are cached on disk per (source, input shapes and dtypes, device),
-so re-running a notebook shows them without measuring again.
+which step. Timings are cached on disk per traced program (the kernels' jaxprs), reference,
+input shapes and dtypes, device and versions, so re-running a notebook shows them without
+measuring again; whether a cached config is right is checked again on every run.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
+import importlib.metadata
 import inspect as pyinspect
 import itertools
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -27,8 +31,8 @@ from pallaslab._src.bench import cache as tune_cache
 from pallaslab._src.bench import check as checking
 from pallaslab._src.bench import harness, live, roofline, sweep
 from pallaslab._src.bench.live import Observer
-from pallaslab._src.core import tiling, tracing
-from pallaslab._src.core.inspection import Inspection
+from pallaslab._src.core import jax_adapter, tiling, tracing
+from pallaslab._src.core.inspection import Inspection, Program
 from pallaslab._src.records import ArraySpec
 
 # Kernel backends whose lowering can be checked on a CPU-only machine, and for what.
@@ -175,7 +179,6 @@ def tune(
     settings: harness.TimerSettings | None = None,
     chip: str | None = None,
     seed: int = 0,
-    source: str | None = None,
 ) -> TuneResult:
     """Tries every config of `space`; returns the best that matches the reference.
 
@@ -192,7 +195,6 @@ def tune(
         settings: Timer settings.
         chip: The chip whose roof to use (default: the device's).
         seed: Seed of the random inputs.
-        source: The text the cache is keyed on (default: `build`'s source).
 
     Returns:
         The result: `.best` (the config), `.table` (a DataFrame), `.failed`.
@@ -215,7 +217,6 @@ def tune(
         space,
         ref=ref,
         name=checking.name_of(build),
-        source=source if source is not None else _source_of(build),
         cache=cache,
         retune=retune,
         live=live,
@@ -241,21 +242,12 @@ def _check_names(build: Callable[..., Any], space: Mapping[str, Sequence[Any]]) 
         raise ValueError(f"no values to try for {', '.join(empty)}")
 
 
-def _source_of(fn: Callable[..., Any]) -> str:
-    try:
-        return pyinspect.getsource(fn)
-    except (OSError, TypeError):
-        code = getattr(fn, "__code__", None)
-        return repr(code.co_code) if code is not None else repr(fn)
-
-
 def tune_configs(
     builder: Callable[[dict[str, Any]], Built],
     space: Mapping[str, Sequence[Any]],
     *,
     ref: Any,
     name: str,
-    source: str,
     cache: bool = True,
     retune: bool = False,
     live: bool | Observer | None = None,
@@ -267,7 +259,12 @@ def tune_configs(
 ) -> TuneResult:
     """Tunes over configs that `builder` turns into programs (the magic's `--tune`).
 
-    `cache_key` adds to what the cache is keyed on (e.g. a forced interpret mode).
+    Every config is built and traced; the cache is keyed on what was traced (the
+    program's jaxpr, kernels included, and its constants), on the reference (its
+    jaxpr, or its values), on the inputs' shapes and dtypes, the device and the
+    versions of jax, jaxlib and pallaslab, so a kernel redefined since is measured
+    again. A cached config's timing is reused, but its correctness is checked again
+    on the inputs at hand. `cache_key` adds to the key (e.g. a forced interpret mode).
     """
     configs = configs_of(space)
     if not configs:
@@ -283,6 +280,7 @@ def tune_configs(
     stored: dict[str, dict[str, Any]] = {}
     fresh: dict[str, dict[str, Any]] = {}
     state, message = "finished", ""
+    reference = ""
 
     def emit(row: sweep.Row) -> None:
         rows.append(row)
@@ -293,32 +291,41 @@ def tune_configs(
     baseline_work: roofline.Work | None = None
     try:
         for config in configs:
-            key = tune_cache.config_key(config)
-            if key in stored:
-                emit(dataclasses.replace(sweep.Row.from_json(stored[key]), cached=True))
-                continue
             built = _build(builder, config, seed)
-            if store is None and cache and isinstance(built, Built):
-                # The cache is keyed on the inputs, known once a config is built.
-                key_of_run = {**_cache_key(source, built, context), **(cache_key or {})}
-                store = tune_cache.TuneCache(key_of_run, cache_dir, valid=sweep.is_row_json)
-                stored = {} if retune else store.load()
-                if key in stored:
-                    baseline_args = built
-                    emit(dataclasses.replace(sweep.Row.from_json(stored[key]), cached=True))
-                    continue
-            row, work = _try_config(
-                built, config, ref=ref, context=context, settings=settings, notices=notices
-            )
+            traced = _trace(built)
             if isinstance(built, Built) and baseline_args is None:
                 baseline_args = built
+            if store is None and cache and isinstance(built, Built):
+                # Keyed on the inputs and the reference, known once a config is built.
+                reference = _reference_digest(ref, built)
+                key_of_run = {**_cache_key(built, context), **(cache_key or {})}
+                store = tune_cache.TuneCache(key_of_run, cache_dir, valid=sweep.is_row_json)
+                stored = {} if retune else store.load()
+            key = _entry_key(config, traced, reference) if isinstance(traced, tuple) else ""
+            cached = _cached_row(stored, key)
+            if cached is not None and isinstance(built, Built) and isinstance(traced, tuple):
+                # Timings may come from the cache; whether it is right may not.
+                emit(_recheck(cached, built, traced, ref))
+                continue
+            row, work = _try_config(
+                built,
+                config,
+                ref=ref,
+                context=context,
+                settings=settings,
+                notices=notices,
+                traced=traced,
+            )
             if work is not None and baseline_work is None:
                 baseline_work = work
             emit(row)
-            fresh[key] = row.to_json()
+            if key:
+                fresh[key] = row.to_json()
         if callable(ref):
-            if BASELINE_KEY in stored:
-                emit(dataclasses.replace(sweep.Row.from_json(stored[BASELINE_KEY]), cached=True))
+            baseline_key = f"{BASELINE_KEY}:{reference}"
+            cached = _cached_row(stored, baseline_key)
+            if cached is not None:
+                emit(cached)
             else:
                 if baseline_args is None:
                     found = _build(builder, configs[0], seed)
@@ -326,8 +333,8 @@ def tune_configs(
                 if baseline_args is not None:
                     row = _baseline(ref, baseline_args, baseline_work, context, settings)
                     emit(row)
-                    if row.status == "ok":
-                        fresh[BASELINE_KEY] = row.to_json()
+                    if row.status == "ok" and reference:
+                        fresh[baseline_key] = row.to_json()
     except KeyboardInterrupt:
         state, message = "interrupted", f"kept the {len(rows)} result(s) so far"
     finally:
@@ -347,6 +354,80 @@ def tune_configs(
         cache_path=str(store.path) if store is not None else "",
         notices=tuple(dict.fromkeys(notices)),
     )
+
+
+def _cached_row(stored: dict[str, dict[str, Any]], key: str) -> sweep.Row | None:
+    """The stored row of an entry, marked cached; None when absent or damaged."""
+    entry = stored.get(key) if key else None
+    if not isinstance(entry, dict):
+        return None
+    try:
+        return dataclasses.replace(sweep.Row.from_json(entry), cached=True)
+    except Exception:  # a damaged entry is measured again
+        return None
+
+
+Traced = tuple[Program, Inspection]
+
+
+def _trace(built: Built | str) -> Traced | str:
+    """The config's program and its records, or why it could not be traced."""
+    if isinstance(built, str):
+        return built
+    try:
+        program = tracing.trace_program(built.fn, built.args, built.kwargs)
+        return program, Inspection.from_program(program)
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        return _message(error)
+
+
+def _recheck(row: sweep.Row, built: Built, traced: Traced, ref: Any) -> sweep.Row:
+    """A cached row whose correctness is checked again on the inputs at hand."""
+    if row.impl != sweep.PALLAS or row.status not in ("ok", "wrong") or ref is None:
+        return row
+    program, inspection = traced
+    try:
+        prepared = harness.prepare(built.fn, built.args, built.kwargs)
+        outputs = jax.block_until_ready(prepared.run())
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        return dataclasses.replace(row, status="failed to run", error=checking.one_line(error))
+    fields = _verdict(outputs, built, program, inspection, ref)
+    return dataclasses.replace(
+        row,
+        status=fields.get("status", "ok"),
+        error=fields.get("error", ""),
+        correct=fields.get("correct"),
+        max_abs_err=fields.get("max_abs_err", math.nan),
+    )
+
+
+def _verdict(
+    outputs: Any, built: Built, program: Program, inspection: Inspection, ref: Any
+) -> dict[str, Any]:
+    """The row's fields saying whether `outputs` match the reference (and why not)."""
+    fields: dict[str, Any] = {}
+    try:
+        expected = ref(*built.args, **built.kwargs) if callable(ref) else ref
+        comparison = checking.compare_located(
+            [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)],
+            expected,
+            inspection,
+            leaves=program.dynamic_leaves(built.args, built.kwargs),
+        )
+        fields.update(correct=comparison.ok, max_abs_err=comparison.max_abs_err)
+        if not comparison.ok:
+            fields.update(
+                status="wrong", error=comparison.problem or sweep.mismatch_text(comparison)
+            )
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        fields.update(status="wrong", error=f"the reference failed: {checking.one_line(error)}")
+    return fields
 
 
 def _build(
@@ -370,20 +451,84 @@ def _message(error: BaseException) -> str:
     return checking.one_line(error)
 
 
-def _cache_key(source: str, built: Built, context: sweep.SweepContext) -> dict[str, Any]:
+def _cache_key(built: Built, context: sweep.SweepContext) -> dict[str, Any]:
+    """What a cache file is for: input shapes and dtypes, device, versions."""
     leaves = jax.tree_util.tree_leaves((built.args, built.kwargs))
     inputs = [
         [list(np.shape(leaf)), str(leaf.dtype)] if hasattr(leaf, "dtype") else _static(leaf)
         for leaf in leaves
     ]
     return {
-        "source": tune_cache.digest(source),
         "inputs": inputs,
         "backend": context.plan.backend,
         "device": context.plan.device,
         "jax": jax.__version__,
+        "jaxlib": _version("jaxlib"),
         "pallaslab": version.__version__,
     }
+
+
+def _entry_key(config: dict[str, Any], traced: Traced, reference: str) -> str:
+    """A config's entry: its values, the program traced for it, the reference."""
+    program = traced[0]
+    return tune_cache.digest(
+        {
+            "config": tune_cache.config_key(config),
+            "program": _program_digest(program),
+            "reference": reference,
+        }
+    )
+
+
+# Object addresses ("<function f at 0x7f...>") differ from run to run.
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def _program_digest(program: Program) -> str:
+    """What was traced: the program's jaxpr (kernel bodies included) and constants."""
+    closed = program.closed_jaxpr
+    if closed is None:
+        return ""
+    text, _ = jax_adapter.jaxpr_text(closed)
+    constants = _values_digest(jax_adapter.jaxpr_constants(closed))
+    return tune_cache.digest([_ADDRESS.sub("0x", text), constants])
+
+
+def _reference_digest(ref: Any, built: Built) -> str:
+    """The reference as traced on the inputs (its jaxpr), else its values."""
+    if ref is None:
+        return ""
+    if callable(ref):
+        try:
+            closed = jax.make_jaxpr(ref)(*built.args, **built.kwargs)
+        except Exception:  # not traceable (NumPy inside): what it returns, then
+            try:
+                return "values:" + _values_digest(ref(*built.args, **built.kwargs))
+            except Exception as error:
+                return "failed:" + checking.one_line(error)
+        text, _ = jax_adapter.jaxpr_text(closed)
+        constants = _values_digest(jax_adapter.jaxpr_constants(closed))
+        return tune_cache.digest([_ADDRESS.sub("0x", text), constants])
+    return "values:" + _values_digest(ref)
+
+
+def _values_digest(tree: Any) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for leaf in jax.tree_util.tree_leaves(tree):
+        if hasattr(leaf, "dtype") and hasattr(leaf, "shape"):
+            array = np.asarray(leaf)
+            digest.update(f"{array.shape}{array.dtype}".encode())
+            digest.update(np.ascontiguousarray(array).tobytes())
+        else:
+            digest.update(_ADDRESS.sub("0x", repr(leaf)).encode())
+    return digest.hexdigest()
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 def _static(leaf: Any) -> Any:
@@ -400,6 +545,7 @@ def _try_config(
     context: sweep.SweepContext,
     settings: harness.TimerSettings | None,
     notices: list[str],
+    traced: Traced | str | None = None,
 ) -> tuple[sweep.Row, roofline.Work | None]:
     """Lowers, compiles, runs, checks and times one config; says where it failed."""
     label = config_label(config)
@@ -409,13 +555,11 @@ def _try_config(
 
     if isinstance(built, str):
         return failed("failed to build", built)
-    try:
-        program = tracing.trace_program(built.fn, built.args, built.kwargs)
-        inspection = Inspection.from_program(program)
-    except KeyboardInterrupt:
-        raise
-    except Exception as error:
-        return failed("failed to trace", _message(error))
+    if traced is None:
+        traced = _trace(built)
+    if isinstance(traced, str):
+        return failed("failed to trace", traced)
+    program, inspection = traced
     leaves = program.dynamic_leaves(built.args, built.kwargs)
     for kernel, stray in tiling.stray_blocks(inspection, leaves):
         return failed(
@@ -437,23 +581,7 @@ def _try_config(
         return failed("failed to run", checking.one_line(error))
     fields: dict[str, Any] = {"config": config}
     if ref is not None:
-        try:
-            expected = ref(*built.args, **built.kwargs) if callable(ref) else ref
-            comparison = checking.compare_located(
-                [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)],
-                expected,
-                inspection,
-                leaves=program.dynamic_leaves(built.args, built.kwargs),
-            )
-            fields.update(correct=comparison.ok, max_abs_err=comparison.max_abs_err)
-            if not comparison.ok:
-                fields.update(
-                    status="wrong", error=comparison.problem or sweep.mismatch_text(comparison)
-                )
-        except KeyboardInterrupt:
-            raise
-        except Exception as error:
-            fields.update(status="wrong", error=f"the reference failed: {checking.one_line(error)}")
+        fields.update(_verdict(outputs, built, program, inspection, ref))
     work = roofline.program_work(inspection.kernels, program.args, program.outputs)
     peaks = context.peaks(work.dtype)
     row = sweep.measured_row(sweep.PALLAS, label, timing, work, peaks=peaks, **fields)

@@ -1,12 +1,17 @@
-"""Checks that run a kernel with the emulator: padding leaks and races.
+"""Checks that run a kernel with the emulator: leaks, out-of-bounds accesses and races.
 
-Both run one kernel alone, on the values it receives in the program, several times in
+Each runs one kernel alone, on the values it receives in the program, several times in
 one compiled computation:
 
 - `find_leaks` fills edge-block padding, outputs and scratch buffers first as Pallas'
   interpreter does (NaN, or the smallest integer) and then with an ordinary value;
-  output tiles that change depend on memory no program should read. Each source is
-  then varied alone to say which one leaks.
+  output tiles that change depend on memory no program should read. The lanes masked
+  loads without `other=` turn off (undefined on a GPU) are varied the same way. Each
+  source is then varied alone to say which one leaks.
+- `find_out_of_bounds` runs the instrumented body for every program and reports the
+  loads and stores that reached outside their ref: a dynamic slice JAX clamps into
+  the block (so the emulator, like Pallas' interpreter, quietly used other elements),
+  or masked lanes enabled outside the array.
 - `confirm_races` runs the grid in seeded orders the backend allows (concurrent
   programs reading the same state, TPU cores not reading output blocks back) and
   compares with the grid's order.
@@ -14,6 +19,7 @@ one compiled computation:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -21,10 +27,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core import emulator
+from pallaslab._src.core import emulator, sharing
 from pallaslab._src.core.jax_adapter import emulation as adapter
+from pallaslab._src.core.jax_adapter import instrument
 from pallaslab._src.geometry import races as geometry
-from pallaslab._src.records import Leak, RaceCheck, SourceLocation
+from pallaslab._src.records import Leak, OutOfBounds, RaceCheck, SourceLocation
 
 SEEDS = (0, 1, 2)
 
@@ -37,10 +44,13 @@ def _run_variants(
 ) -> list[list[np.ndarray]]:
     """Outputs of the kernel under each request, computed in one compiled program."""
 
-    def run(*args: Any) -> list[list[Any]]:
-        return [emulator.run_call(call, plan, args, request) for request in requests]
+    def build() -> Any:
+        def run(*args: Any) -> list[list[Any]]:
+            return [emulator.run_call(call, plan, args, request) for request in requests]
 
-    results = jax.jit(run)(*operands)
+        return run
+
+    results = emulator.compiled_check(call, "variants", tuple(requests), build)(*operands)
     return [[np.asarray(o) for o in outputs] for outputs in results]
 
 
@@ -126,41 +136,123 @@ def find_leaks(
     Returns:
         One `Leak` per (source, output) that leaks, empty when none does.
     """
-    sources = _sources(call)
-    if not sources or plan.fallback:
+    if plan.fallback:
+        return []
+    try:
+        return _find_leaks(call, plan, operands, kernel_index, _masked_loads(call))
+    except instrument.UnsupportedError:  # loads not followed: the other sources still are
+        return _find_leaks(call, plan, operands, kernel_index, [])
+
+
+def _find_leaks(
+    call: adapter.KernelCall,
+    plan: emulator.Plan,
+    operands: Sequence[Any],
+    kernel_index: int,
+    loads: list[instrument.AccessSite],
+) -> list[Leak]:
+    sources = [
+        *((position, cause, label, None) for position, cause, label in _sources(call)),
+        *(
+            (site.ref, "masked-load-without-other", _ref_label(call, site.ref), site)
+            for site in loads
+        ),
+    ]
+    if not sources:
         return []
     dtypes = _operand_dtypes(call)
     # Variant 0: Pallas' fills; 1: every source varied; then each source alone.
-    chosen: list[set[int]] = [set(), {p for p, _, _ in sources}]
+    names = [_source_name(position, site) for position, _, _, site in sources]
+    chosen: list[set[str]] = [set(), set(names)]
     if len(sources) > 1:
-        chosen += [{p} for p, _, _ in sources]
+        chosen += [{name} for name in names]
     table = {
-        position: np.stack(
+        name: np.stack(
             [
-                emulator.fill_value(dtypes[position], "alt" if position in variant else "")
+                emulator.fill_value(
+                    dtypes.get(position, np.float32), "alt" if name in variant else ""
+                )
                 for variant in chosen
             ]
         )
-        for position, _, _ in sources
+        for name, (position, _, _, _) in zip(names, sources, strict=True)
     }
+    switches = {
+        _source_name(site.ref, site): np.array([_source_name(site.ref, site) in v for v in chosen])
+        for site in loads
+    }
+    probe = instrument.Probe(fills=tuple(site.index for site in loads)) if loads else None
 
-    def run(args: Sequence[Any], fills: dict[int, Any]) -> list[Any]:
-        return emulator.run_call(call, plan, args, emulator.EMULATE, fills)
+    def run(args: Sequence[Any], fills: dict[str, Any], on: dict[str, Any]) -> list[Any]:
+        operand_fills = {int(n): v for n, v in fills.items() if not n.startswith("load")}
+        load_fills = [(on[_source_name(s.ref, s)], fills[_source_name(s.ref, s)]) for s in loads]
+        outputs, _ = emulator.run_probed(
+            call, plan, args, emulator.EMULATE, operand_fills, probe=probe, probe_fills=load_fills
+        )
+        return outputs
 
-    batched = jax.jit(jax.vmap(run, in_axes=(None, 0)))(list(operands), table)
+    batched = emulator.compiled_check(
+        call,
+        "leaks",
+        (tuple(names), tuple(tuple(sorted(v)) for v in chosen)),
+        lambda: jax.vmap(run, in_axes=(None, 0, 0)),
+    )(list(operands), table, switches)
     results = [[np.asarray(o[v]) for o in batched] for v in range(len(chosen))]
     base, varied = results[0], results[1]
     if not any(_differs(a, b).any() for a, b in zip(base, varied, strict=True)):
         return []
     per_source = [varied] if len(sources) == 1 else results[2:]
     leaks = []
-    for (position, cause, label), outputs in zip(sources, per_source, strict=True):
+    for (position, cause, label, site), outputs in zip(sources, per_source, strict=True):
         for m, (want, got) in enumerate(zip(base, outputs, strict=True)):
             mask = _differs(want, got)
             if not mask.any():
                 continue
-            leaks.extend(_leak_records(call, kernel_index, position, cause, label, m, mask, want))
+            stored = None
+            if cause == "uninitialized-output":
+                stored = _stored_elements(call, plan, operands, position)
+            found = _leak_records(
+                call, kernel_index, position, cause, label, m, mask, want, stored=stored
+            )
+            if site is not None:
+                found = [_at_load(leak, site) for leak in found]
+            leaks.extend(found)
     return leaks
+
+
+def _masked_loads(call: adapter.KernelCall) -> list[instrument.AccessSite]:
+    """Masked loads without `other=` from a kernel operand (their lanes can leak)."""
+    body = call.instrumented
+    if body is None:
+        return []
+    return [
+        site
+        for site in body.sites
+        if site.kind == "load" and site.masked and not site.other and site.ref >= 0
+    ]
+
+
+def _source_name(position: int, site: instrument.AccessSite | None) -> str:
+    return f"load{site.index}" if site is not None else str(position)
+
+
+def _ref_label(call: adapter.KernelCall, position: int) -> str:
+    operands = call.record.operands
+    if 0 <= position < len(operands):
+        return operands[position].label
+    return "a scoped buffer" if position == -1 else "a ref"
+
+
+def _at_load(leak: Leak, site: instrument.AccessSite) -> Leak:
+    """A leak through a masked load's lanes, located at the load."""
+    location = SourceLocation(site.file, site.line) if site.file else leak.location
+    detail = (
+        f"The masked load from {leak.source} has no other=: the lanes its mask turns off "
+        "hold whatever memory holds (NaN past the end in Pallas' interpreter, anything on "
+        f"a GPU), and they reach {leak.output}. Give the load other= (e.g. other=0.0), or "
+        "keep those lanes out of the result with jnp.where."
+    )
+    return dataclasses.replace(leak, location=location, detail=detail)
 
 
 def _operand_dtypes(call: adapter.KernelCall) -> dict[int, Any]:
@@ -182,12 +274,14 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
     output: int,
     mask: np.ndarray,
     values: np.ndarray,
+    *,
+    stored: np.ndarray | None = None,
 ) -> list[Leak]:
     record = call.record
     k = call.num_inputs + output
     layout = call.layouts[k]
     out_operand = record.operands[call.num_scalars + k]
-    written = _written_mask(call, k)
+    written = stored if stored is not None else _written_mask(call, k)
     found = []
     groups: list[tuple[str, np.ndarray]] = [(cause, mask)]
     if cause == "uninitialized-output" and written is not None:
@@ -214,6 +308,27 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
             )
         )
     return found
+
+
+def _stored_elements(
+    call: adapter.KernelCall, plan: emulator.Plan, operands: Sequence[Any], position: int
+) -> np.ndarray | None:
+    """For a whole-array output, the elements some program stores (None otherwise).
+
+    Every program's block covers all of such an output, so blocks cannot say which
+    elements no program writes: the instrumented body can.
+    """
+    operand = call.record.operands[position]
+    if operand.role != "out" or not geometry.whole_array(operand):
+        return None
+    k = position - call.num_scalars
+    if call.record.num_programs < 2 or not call.program.written[k]:
+        return None  # one program, or none that stores: the block-level words say more
+    try:
+        accesses = sharing.shared_accesses(call, plan, operands, [position])[position]
+    except Exception:  # then the block-level answer stands
+        return None
+    return np.asarray((accesses.last_store >= 0) | (accesses.last_atomic >= 0))
 
 
 def _written_mask(call: adapter.KernelCall, k: int) -> np.ndarray | None:
@@ -257,7 +372,8 @@ def _location(call: adapter.KernelCall, position: int, cause: str) -> SourceLoca
     operand = record.operands[position]
     if cause in ("padding", "never-written"):
         index_map = operand.index_map
-        if index_map is not None and index_map.source_file:
+        own = index_map is not None and "/jax/_src/" not in index_map.source_file
+        if index_map is not None and index_map.source_file and own:
             return SourceLocation(index_map.source_file, index_map.source_line)
     return record.source
 
@@ -283,6 +399,11 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
             "out of the result."
         )
     if cause == "never-written":
+        if geometry.whole_array(operand):
+            return (
+                f"No program stores them: check the grid (pl.cdiv(n, block) programs cover "
+                f"n elements) and the offsets and masks of the stores into {operand.label}."
+            )
         return (
             f"No program's block of {operand.label} covers them: check the grid and the "
             "output's index map."
@@ -303,6 +424,83 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
 
 
 # ---------------------------------------------------------------------------
+# Loads and stores outside their ref.
+
+# Programs named per report (the count says how many in all).
+_PROGRAMS_SHOWN = 8
+
+
+def find_out_of_bounds(
+    call: adapter.KernelCall,
+    plan: emulator.Plan,
+    operands: Sequence[Any],
+    *,
+    kernel_index: int = 0,
+) -> list[OutOfBounds]:
+    """Loads and stores that reach outside their ref, in any program, per source line.
+
+    Runs the instrumented body for every program in one compiled computation (the
+    plan's batches): each access whose index is computed at run time, or that has a
+    mask, says whether an enabled lane fell outside its ref, and where it reached.
+
+    Returns:
+        One `OutOfBounds` per access site that does it in some program.
+
+    Raises:
+        instrument.UnsupportedError: When the body cannot be instrumented.
+    """
+    if plan.fallback:
+        return []
+    body = call.instrumented
+    if body is None:
+        raise instrument.UnsupportedError(call.instrumentation_notice)
+    watched = [site for site in body.sites if site.dynamic or site.masked]
+    if not watched:
+        return []
+    probe = instrument.Probe(flags=True)
+
+    def run(*args: Any) -> Any:
+        _, probed = emulator.run_probed(call, plan, args, probe=probe)
+        assert probed is not None
+        return probed.programs, probed.flags, probed.low, probed.high
+
+    checked = emulator.compiled_check(call, "bounds", (), lambda: run)(*operands)
+    programs, flags, low, high = (np.asarray(v) for v in checked)
+    order = np.lexsort(programs.T[::-1]) if programs.shape[1] else np.arange(len(programs))
+    found = []
+    for site in watched:
+        hits = order[flags[order, site.index]]
+        if not hits.size:
+            continue
+        first = hits[0]
+        rank = len(_ref_shape(call, body, site))
+        found.append(
+            OutOfBounds(
+                kernel=call.record.name,
+                kernel_index=kernel_index,
+                ref=_ref_label(call, site.ref),
+                access=site.kind,
+                cause="masked-lanes-outside" if site.masked else "clamped-slice",
+                shape=_ref_shape(call, body, site),
+                span=tuple(
+                    (int(low[first, site.index, d]), int(high[first, site.index, d]))
+                    for d in range(rank)
+                ),
+                programs=tuple(tuple(int(c) for c in programs[p]) for p in hits[:_PROGRAMS_SHOWN]),
+                program_count=int(hits.size),
+                location=SourceLocation(site.file, site.line) if site.file else None,
+            )
+        )
+    return found
+
+
+def _ref_shape(
+    call: adapter.KernelCall, body: instrument.InstrumentedBody, site: instrument.AccessSite
+) -> tuple[int, ...]:
+    return body.ref_shapes[site.ref] if 0 <= site.ref < len(body.ref_shapes) else ()
+
+
+# ---------------------------------------------------------------------------
 # Races, confirmed by running the grid in other orders.
 
 
@@ -314,17 +512,21 @@ def confirm_races(
     *,
     kernel_index: int = 0,
     seeds: Sequence[int] = SEEDS,
+    conflicts: Sequence[geometry.Conflict] | None = None,
 ) -> RaceCheck:
     """Runs the kernel in seeded orders `backend` allows; compares with grid order.
 
     GPU orders permute all programs, in waves of concurrent programs that read the
-    same state (so racing read-modify-writes lose updates). TPU orders split the
-    leading "parallel" axis across two cores and interleave them, and model each core
+    same state (so racing read-modify-writes lose updates); programs sharing an
+    array write back only the elements they stored. TPU orders split the leading
+    "parallel" axis across two cores and interleave them, and model each core
     keeping output blocks in VMEM without reading them back.
+
+    `conflicts` are the geometry's (`sharing.kernel_races`), found here when not given.
     """
     record = call.record
-    prefetch = [np.asarray(v) for v in operands[: call.num_scalars]]
-    conflicts = geometry.find_races(record, backend, prefetch)
+    if conflicts is None:
+        conflicts = sharing.kernel_races(call, plan, operands, backend).conflicts
     if not conflicts or plan.fallback:
         return RaceCheck(record.name, kernel_index, backend, len(conflicts), 0, False)
     key = emulator.kernel_key(record)

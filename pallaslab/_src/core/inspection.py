@@ -12,6 +12,7 @@ from pallaslab._src.records import ArraySpec, Kernel, RunResult
 
 if TYPE_CHECKING:
     from pallaslab._src.bench.check import CheckResult
+    from pallaslab._src.core.sharing import RaceReport
     from pallaslab._src.geometry.accesses import BlockAccesses
     from pallaslab._src.geometry.races import Conflict
     from pallaslab._src.geometry.tilemap import TileMap
@@ -144,29 +145,6 @@ class Inspection:
 
         return tiling.tile_map(self, kernel, prefetch, schedule)
 
-    def races(self, kernel: int | str | Kernel = 0, backend: str = "gpu") -> list[Conflict]:
-        """Blocks of a kernel's outputs whose writers conflict under a backend's rules.
-
-        Like `kernel.races(backend)`, but index maps that read scalar-prefetch values
-        get those of the example arguments (seeded random arrays where only shapes
-        were given: the same `Inspection.run()` uses), as `tiles()` does.
-
-        Args:
-            kernel: The kernel's index or name (default: the first kernel), or its
-                record.
-            backend: "gpu" or "tpu".
-
-        Raises:
-            ValueError: When an index map cannot be evaluated, or reads prefetch
-                values that cannot be known here.
-        """
-        from pallaslab._src.core.prefetch import prefetch_values  # noqa: PLC0415
-        from pallaslab._src.geometry.races import find_races  # noqa: PLC0415
-
-        record = kernel if isinstance(kernel, Kernel) else self.kernel(kernel)
-        values = prefetch_values(self._program, record.index) if record.num_scalar_prefetch else ()
-        return find_races(record, backend, values)
-
     def accesses(
         self, kernel: int | str = 0, program: Sequence[int] | None = None
     ) -> BlockAccesses:
@@ -179,6 +157,35 @@ class Inspection:
         from pallaslab._src.core import tiling  # noqa: PLC0415
 
         return tiling.block_accesses(self, kernel, program)
+
+    def races(self, kernel: int | str | Kernel = 0, backend: str = "gpu") -> list[Conflict]:
+        """Where a kernel's programs conflict under a backend's rules.
+
+        Like `kernel.races(backend)`, but index maps that read scalar-prefetch values
+        get those of the example arguments (seeded random arrays where only shapes
+        were given: the same `Inspection.run()` uses), as `tiles()` does; and outputs
+        that programs share in memory (a whole-array or `pl.ANY` ref, each program
+        storing its own part with `pl.ds` and masks) are decided under GPU rules
+        element by element, running the kernel on the example inputs: only two
+        programs storing the same element, or one loading what another stores, race.
+
+        Args:
+            kernel: The kernel's index or name (default: the first kernel), or its
+                record.
+            backend: "gpu" or "tpu".
+
+        Raises:
+            ValueError: When an index map cannot be evaluated, or reads prefetch
+                values that cannot be known here.
+        """
+        return list(self.race_report(kernel, backend).conflicts)
+
+    def race_report(self, kernel: int | str | Kernel = 0, backend: str = "gpu") -> RaceReport:
+        """`races`, with the inspector's sentences and what could not be checked."""
+        from pallaslab._src.core import tiling  # noqa: PLC0415
+
+        index = kernel.index if isinstance(kernel, Kernel) else kernel
+        return tiling.race_report(self, index, backend)  # type: ignore[no-any-return]
 
     def run(
         self, *args: Any, ref: Any = None, check: bool | None = None, **kwargs: Any

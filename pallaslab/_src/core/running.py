@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -13,12 +14,13 @@ import numpy as np
 
 from pallaslab._src import messages
 from pallaslab._src.closeness import element_errors
-from pallaslab._src.core import checking, chips, emulator, jax_adapter
+from pallaslab._src.core import checking, chips, emulator, jax_adapter, sharing
 from pallaslab._src.core.inspection import Program
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.records import (
     Comparison,
     Leak,
+    OutOfBounds,
     OutputSummary,
     RaceCheck,
     RunResult,
@@ -99,8 +101,9 @@ def run_program(
         kwargs: Keyword arguments.
         ref: A callable taking the same arguments, or the expected output(s).
         interpret: Run kernels in Pallas' own interpreter (also on GPU and TPU).
-        check: After an emulated run, look for output tiles that depend on padding
-            or never-written memory, and confirm races by running kernels in other
+        check: After an emulated run, look for output tiles that depend on padding,
+            never-written memory or masked-out lanes, for loads and stores that reach
+            outside their block, and confirm races by running kernels in other
             orders. None (the default) checks whenever the emulator ran every kernel.
     """
     if program.jitted is None or program.rebuild is None:
@@ -130,10 +133,9 @@ def run_program(
         comparison = compare(flat_outputs, ref)
         expected = tuple(np.asarray(r) for r in jax.tree_util.tree_leaves(ref))
     notices = [plan.describe() for plan in plans]
-    leaks: list[Leak] = []
-    race_checks: list[RaceCheck] = []
+    findings = _Findings()
     if emulating and plans and (check or (check is None and all(p.emulated for p in plans))):
-        notices += _check(program, leaves, plans, leaks, race_checks)
+        findings = _check(program, leaves, plans)
     return RunResult(
         backend=backend,
         mode=run_mode(backend, interpret, bool(program.sites), plans),
@@ -145,9 +147,10 @@ def run_program(
         comparison=comparison,
         values=tuple(flat_outputs),
         expected=expected,
-        notices=tuple(notices),
-        leaks=tuple(leaks),
-        race_checks=tuple(race_checks),
+        notices=(*notices, *findings.notices),
+        leaks=tuple(findings.leaks),
+        race_checks=tuple(findings.race_checks),
+        out_of_bounds=tuple(findings.out_of_bounds),
         seeded_inputs=seeded,
     )
 
@@ -187,37 +190,68 @@ def run_mode(backend: str, interpret: bool, has_kernels: bool, plans: list[emula
     return "interpret" if emulated == 0 else "emulated+interpret"
 
 
-def _check(
-    program: Program,
-    leaves: Sequence[Any],
-    plans: list[emulator.Plan],
-    leaks: list[Leak],
-    race_checks: list[RaceCheck],
-) -> list[str]:
+@dataclasses.dataclass
+class _Findings:
+    """What the checks after a run found, and what they could not check."""
+
+    notices: list[str] = dataclasses.field(default_factory=list)
+    leaks: list[Leak] = dataclasses.field(default_factory=list)
+    race_checks: list[RaceCheck] = dataclasses.field(default_factory=list)
+    out_of_bounds: list[OutOfBounds] = dataclasses.field(default_factory=list)
+
+
+def _check(program: Program, leaves: Sequence[Any], plans: list[emulator.Plan]) -> _Findings:
     """Runs the emulator's checks on every kernel; notices say what went unchecked."""
-    notices = []
+    found = _Findings()
+    notices, leaks, race_checks, out_of_bounds = (
+        found.notices,
+        found.leaks,
+        found.race_checks,
+        found.out_of_bounds,
+    )
     for index, (site, plan) in enumerate(zip(program.sites, plans, strict=True)):
         if not plan.emulated:
             continue
         operands = jax_adapter.kernel_inputs(site, program, leaves)
         if operands is None:
             notices.append(
-                f"{plan.kernel}: not checked for padding leaks and races: it runs inside "
-                "a loop or branch, so it cannot be run alone."
+                f"{plan.kernel}: not checked for leaks, out-of-bounds slices and races: it runs "
+                "inside a loop or branch, so it cannot be run alone."
             )
             continue
         call = emulator.analyse(site.params, site.in_avals)[0]
         try:
             leaks.extend(checking.find_leaks(call, plan, operands, kernel_index=index))
-            prefetch = [np.asarray(v) for v in operands[: call.num_scalars]]
-            race_checks.extend(
-                checking.confirm_races(call, plan, operands, backend, kernel_index=index)
-                for backend in geometry.BACKENDS
-                if geometry.find_races(call.record, backend, prefetch)
-            )
         except Exception as error:  # a check must never lose the run's result
             notices.append(f"{plan.kernel}: checks failed ({messages.one_line(error)}).")
-    return notices
+        try:
+            out_of_bounds.extend(
+                checking.find_out_of_bounds(call, plan, operands, kernel_index=index)
+            )
+        except Exception as error:
+            notices.append(
+                f"{plan.kernel}: slices were not checked against their blocks "
+                f"({messages.one_line(error)})."
+            )
+        try:
+            for backend in geometry.BACKENDS:
+                report = sharing.kernel_races(call, plan, operands, backend)
+                if report.notice:
+                    notices.append(f"{plan.kernel}: {report.notice}")
+                if report.conflicts:
+                    race_checks.append(
+                        checking.confirm_races(
+                            call,
+                            plan,
+                            operands,
+                            backend,
+                            kernel_index=index,
+                            conflicts=report.conflicts,
+                        )
+                    )
+        except Exception as error:  # a check must never lose the run's result
+            notices.append(f"{plan.kernel}: checks failed ({messages.one_line(error)}).")
+    return found
 
 
 def summarize(path: str, value: np.ndarray) -> OutputSummary:

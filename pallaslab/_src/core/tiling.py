@@ -8,9 +8,11 @@ before a run, for blocks that miss their arrays.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
 from pallaslab._src.core import chips, jax_adapter
@@ -230,3 +232,55 @@ def _fill(dtype: np.dtype[Any]) -> Any:
     if dtype.kind in "iu":
         return np.iinfo(dtype).min
     return 0
+
+
+def race_report(inspection: Inspection, kernel: int | str = 0, backend: str = "gpu") -> Any:
+    """A kernel's races under `backend`'s rules (`sharing.RaceReport`).
+
+    Outputs that programs share in memory are decided element by element, running the
+    kernel on the example inputs (seeded random data where they are shapes, or where
+    the kernel's inputs cannot be evaluated alone: then the report says so).
+    """
+    from pallaslab._src.core import emulator, sharing  # noqa: PLC0415 - heavy, on use
+    from pallaslab._src.geometry import races  # noqa: PLC0415
+
+    record = inspection.kernel(kernel)
+    prefetch = _prefetch(inspection, record) if record.num_scalar_prefetch else ()
+    site = _site(inspection, record)
+    if (
+        site is None
+        or record.kind != "pallas_call"
+        or not races.needs_elements(record, backend, prefetch)
+    ):
+        return sharing.RaceReport(backend, tuple(record.races(backend, prefetch)))
+    call, plan = emulator.analyse(site.params, site.in_avals)
+    notices: list[str] = []
+    operands = _kernel_operands(inspection, site, notices)
+    report = sharing.kernel_races(call, plan, operands, backend)
+    if notices and report.shared:
+        notice = " ".join([*notices, report.notice]).strip()
+        report = dataclasses.replace(report, notice=notice)
+    return report
+
+
+def _kernel_operands(
+    inspection: Inspection, site: jax_adapter.KernelSite, notices: list[str]
+) -> list[Any]:
+    """The values a kernel receives in the program (seeded random data when unknown)."""
+    from pallaslab._src.core import running  # noqa: PLC0415 - running imports this package
+
+    program = inspection._program  # noqa: SLF001
+    leaves = example_inputs(program) if program is not None else None
+    inputs = None
+    if program is not None and leaves is not None:
+        jax_adapter.install_cpu_interpret()
+        with jax_adapter.auto_interpret():
+            inputs = jax_adapter.kernel_inputs(site, program, leaves)
+    if inputs is not None:
+        return list(inputs[jax_adapter.site_prefetch_offset(site) :])
+    notices.append(
+        "Element-level accesses were found on random inputs (the kernel's own inputs "
+        "could not be evaluated here): accesses that depend on data may differ."
+    )
+    specs = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in site.in_avals]
+    return running.example_arrays(specs)

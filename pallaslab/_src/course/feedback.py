@@ -35,7 +35,7 @@ KINDS = (
     "not-callable",  # the student passed something that is not a function
     "error",  # tracing or running raised; `location` names the line
     "no-kernel",  # it ran no Pallas kernel
-    "out-of-bounds",  # a block lies wholly outside its array
+    "out-of-bounds",  # a block lies wholly outside its array, or a slice outside its block
     "output-shape",  # wrong number, shape or dtype of outputs
     "mistake",  # the outputs are those of a known mistake
     "wrong-values",  # the outputs differ from the reference

@@ -25,7 +25,7 @@ from pallaslab._src.core.inspection import Inspection, Program
 from pallaslab._src.course import cells
 from pallaslab._src.course.feedback import CaseOutcome, Feedback
 from pallaslab._src.course.spec import Case, Exercise
-from pallaslab._src.records import Leak, RunResult, TileMismatch, short_dtype
+from pallaslab._src.records import Leak, OutOfBounds, RunResult, TileMismatch, short_dtype
 
 _LEAK_HINTS = {
     "padding": (
@@ -47,7 +47,19 @@ _LEAK_HINTS = {
         "A scratch buffer is read before it is written: scratch starts as garbage. "
         "Initialise it on the first step (`@pl.when(pl.program_id(axis) == 0)`)."
     ),
+    "masked-load-without-other": (
+        "A masked load leaves the lanes its mask turns off undefined (on a GPU they hold "
+        "anything), and they reach the result. Give the load a value for them "
+        "(`other=0.0`, or `-inf` before a max), or drop them with `jnp.where(mask, x, 0)`."
+    ),
 }
+
+_SLICE_HINT = (
+    "A `pl.ds(start, size)` inside a kernel indexes the program's block, not the whole "
+    "array: its start is an offset into the block (the BlockSpec already moved the block "
+    "to the program's place). Past the end, JAX moves the slice back inside the block, so "
+    "the kernel quietly reads or writes other elements."
+)
 
 _EDGE_HINT = (
     "Your kernel is right where the size is a whole number of blocks and wrong where it "
@@ -126,6 +138,9 @@ def grade(exercise: Exercise, fn: Any, *, name_source: SourceNamer | None = None
         later = (stopped.message,) if stopped is not None else ()
         feedback = _wrong(exercise, attempts, failing, base_fields)
         return dataclasses.replace(feedback, notes=(*feedback.notes, *later))
+    chance = _right_by_chance(attempts, namer, base_fields)
+    if chance is not None:
+        return chance
     for requirement in exercise.requirements:
         problem = requirement.test(attempts[0].inspection)
         if problem:
@@ -138,6 +153,48 @@ def grade(exercise: Exercise, fn: Any, *, name_source: SourceNamer | None = None
                 requirement=requirement.name,
             )
     return Feedback(**base_fields, ok=True, kind="solved", notes=_race_notes(attempts))
+
+
+def _right_by_chance(
+    attempts: Sequence[_Attempt], namer: SourceNamer, base_fields: dict[str, Any]
+) -> Feedback | None:
+    """Right values that rest on what a GPU or TPU would not give: not solved.
+
+    A slice outside its block (JAX clamps it back inside, here) or the masked-out
+    lanes of a load without `other=` reaching the result (memory that happened to hold
+    the right values here).
+    """
+    outside = next((o for a in attempts for o in a.result.out_of_bounds), None)
+    undefined = next(
+        (
+            leak
+            for a in attempts
+            for leak in a.result.leaks
+            if leak.cause == "masked-load-without-other"
+        ),
+        None,
+    )
+    finding: OutOfBounds | Leak | None = outside or undefined
+    if finding is None:
+        return None
+    where = ""
+    if finding.location is not None:
+        named = namer(finding.location.file)
+        where = f"{named} {finding.location.line}" if named else ""
+    if isinstance(finding, OutOfBounds):
+        kind = "out-of-bounds"
+        hint = _SLICE_HINT if finding.cause == "clamped-slice" else _LEAK_HINTS["padding"]
+    else:
+        kind, hint = "wrong-values", _LEAK_HINTS[finding.cause]
+    return Feedback(
+        **base_fields,
+        ok=False,
+        kind=kind,
+        message="The values match here, but only by chance: "
+        + _lower_first(finding.describe(with_location=False)),
+        hint=hint,
+        location=where,
+    )
 
 
 def _attempt(
@@ -276,8 +333,12 @@ def _wrong(
             )
     leaks = [leak for a in failing for leak in a.result.leaks]
     races = [r for a in failing for r in a.result.race_checks if r.confirmed]
+    outside = [o for a in failing for o in a.result.out_of_bounds]
     message, hint = "", exercise.hint
-    if leaks:
+    if outside:
+        message = outside[0].describe(with_location=False)
+        hint = _SLICE_HINT if outside[0].cause == "clamped-slice" else exercise.hint
+    elif leaks:
         first = _first_leak(leaks)
         message = first.describe(with_location=False)
         hint = _LEAK_HINTS.get(first.cause, exercise.hint)
@@ -304,7 +365,13 @@ def _first_leak(leaks: Sequence[Leak]) -> Leak:
     # The most specific cause first: an uninitialised scratch buffer also makes the
     # output it flows into look uninitialised; uninitialised memory explains more than
     # padding.
-    order = ("uninitialized-scratch", "uninitialized-output", "never-written", "padding")
+    order = (
+        "masked-load-without-other",
+        "uninitialized-scratch",
+        "uninitialized-output",
+        "never-written",
+        "padding",
+    )
     return min(leaks, key=lambda leak: order.index(leak.cause) if leak.cause in order else 9)
 
 

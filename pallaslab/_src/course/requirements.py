@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from pallaslab._src import messages
 from pallaslab._src.course.spec import Requirement
-from pallaslab._src.geometry import races
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -76,11 +75,11 @@ def race_free(backend: str) -> Requirement:
     def test(inspection: Inspection) -> str:
         for kernel in inspection.kernels:
             try:
-                conflicts = inspection.races(kernel, backend)
+                report = inspection.race_report(kernel.index, backend)
             except ValueError as error:
                 return f"its races could not be checked: {messages.error_text(error)}"
-            if conflicts:
-                return races.summarize(kernel, conflicts, backend)[0]
+            if report.conflicts:
+                return report.sentences(kernel)[0]
         return ""
 
     return Requirement(

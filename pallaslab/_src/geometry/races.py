@@ -11,13 +11,19 @@ rules to the same facts:
   write the same block race. On arbitrary axes an output block stays in VMEM while
   consecutive programs write it, and is written back when the block changes: a block
   that is left and revisited later is not read back, so accumulating into it breaks.
+
+On a GPU a block is a view of the array in global memory: programs that share one
+(a whole-array ref, a `pl.ANY` ref) share its memory and write only the elements they
+store. For such outputs block windows say too little; given the elements each
+program stores and touches (`SharedAccesses`, computed by the core from a run of the
+kernel's instrumented body), `find_races` decides GPU races element by element.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -28,6 +34,10 @@ from pallaslab._src.records import Kernel, Operand
 
 Backend = Literal["gpu", "tpu"]
 BACKENDS: tuple[Backend, ...] = ("gpu", "tpu")
+# Conflicts found element by element, between programs sharing an output's memory.
+ELEMENT_KINDS = frozenset({"element-store", "element-read", "element-atomic"})
+# Memory spaces of refs that are views of the arrays themselves, never copies.
+SHARED_SPACES = frozenset({"any", "hbm", "gmem", "global"})
 # Dimension semantics under which a TPU may run an axis's programs concurrently.
 PARALLEL_SEMANTICS = frozenset({"parallel", "core_parallel", "subcore_parallel"})
 # Per operand, at most this many distinct windows are compared pairwise when windows
@@ -145,6 +155,12 @@ class Conflict:
         start: The block's first element, per dimension.
         programs: The programs that write it, in grid order.
         axes: The grid axes along which those programs differ.
+        elements: For element-level conflicts ("element-store": two programs store
+            the same elements; "element-read": a program loads elements another
+            stores; "element-atomic": elements updated atomically are also loaded
+            or stored plainly by another program), how many elements; 0 for blocks.
+        span: For element-level conflicts, per dimension the first and last
+            element involved; `start` is the first of them, `block` its block.
     """
 
     backend: str
@@ -155,12 +171,34 @@ class Conflict:
     start: tuple[int, ...]
     programs: tuple[tuple[int, ...], ...]
     axes: tuple[int, ...]
+    elements: int = 0
+    span: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def element_level(self) -> bool:
+        """Whether this conflict was found element by element (shared memory)."""
+        return self.kind in ELEMENT_KINDS
 
     def describe(self, axis_names: Sequence[str] = ()) -> str:
         """One sentence naming the block, its programs and why they conflict."""
         shown = ", ".join(_tuple(p) for p in self.programs[:4])
         more = f" and {len(self.programs) - 4} more" if len(self.programs) > 4 else ""
         axes = _axes_text(self.axes, axis_names)
+        if self.element_level:
+            first, second = (_tuple(p) for p in (*self.programs, self.programs[-1])[:2])
+            what = f"{_span_text(self.span)} of {self.operand} ({self.elements} element(s))"
+            verb = {
+                "element-store": f"are stored by both programs {first} and {second}",
+                "element-read": f"are stored by program {first} and read by program {second}",
+                "element-atomic": (
+                    f"are updated atomically and also loaded or stored plainly by programs "
+                    f"{first} and {second}"
+                ),
+            }[self.kind]
+            return (
+                f"{what} {verb}, which may run at the same time on "
+                f"{self.backend.upper()} (they differ along {axes})."
+            )
         where = f"block {_tuple(self.block)} of {self.operand}"
         if self.kind == "revisit":
             return (
@@ -175,7 +213,10 @@ class Conflict:
 
 
 def find_races(
-    kernel: Kernel, backend: str = "gpu", prefetch: Sequence[np.ndarray] = ()
+    kernel: Kernel,
+    backend: str = "gpu",
+    prefetch: Sequence[np.ndarray] = (),
+    shared: Mapping[int, SharedAccesses] | None = None,
 ) -> list[Conflict]:
     """The blocks of the kernel's outputs whose writers conflict under `backend`.
 
@@ -184,6 +225,9 @@ def find_races(
         backend: "gpu" (every grid axis parallel) or "tpu" (the kernel's dimension
             semantics; "arbitrary" when it gives none).
         prefetch: Scalar-prefetch values, needed when an output's index map reads them.
+        shared: Per output position, the elements its programs store and touch (see
+            `SharedAccesses`): under GPU rules those outputs are decided element by
+            element, the others block by block.
 
     Returns:
         One `Conflict` per block (or per pair of overlapping element-indexed windows),
@@ -200,11 +244,185 @@ def find_races(
     parallel = parallel_axes(kernel, backend)
     conflicts: list[Conflict] = []
     for operand in kernel.outputs:
+        if shared and operand.position in shared and shares_memory(kernel, operand, backend):
+            conflicts.extend(element_conflicts(kernel, operand, shared[operand.position]))
+            continue
         starts = _output_starts(kernel, operand, prefetch)
         if starts is None:
             continue
         conflicts.extend(_operand_conflicts(kernel, operand, starts, backend, parallel))
     return conflicts
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SharedAccesses:
+    """Which programs store and touch each element of an output they share.
+
+    Computed by the core from a run of the kernel's instrumented body, in grid
+    order, and handed here as plain arrays of the output's shape. Programs are
+    numbered by their linear index in grid order (rows of `program_coordinates`);
+    -1 where no program did.
+
+    Attributes:
+        position: The output's position among the kernel's operands.
+        first_store: Per element, the first program that stored it (plainly).
+        last_store: The last program that stored it.
+        first_touch: The first program that loaded or stored it (plainly).
+        last_touch: The last program that loaded or stored it.
+        first_atomic: The first program that updated it atomically.
+        last_atomic: The last program that did.
+        programs: The programs run to find these (linear indices, sorted); all the
+            grid's unless `sampled`.
+        sampled: Whether only some programs were run (the grid was too large).
+    """
+
+    position: int
+    first_store: np.ndarray
+    last_store: np.ndarray
+    first_touch: np.ndarray
+    last_touch: np.ndarray
+    first_atomic: np.ndarray
+    last_atomic: np.ndarray
+    programs: np.ndarray
+    sampled: bool = False
+
+
+def shares_memory(kernel: Kernel, operand: Operand, backend: str) -> bool:
+    """Whether programs writing one block of `operand` write the same memory.
+
+    Under GPU rules a block is a view of the array in global memory (Triton's refs
+    are pointers), except Mosaic GPU's pipelined blocks, copied into shared memory
+    and back. On TPU, blocks are copied into VMEM and written back whole; only refs
+    left in HBM (`pl.ANY`) are the array itself.
+    """
+    space = operand.memory_space
+    if backend == "gpu":
+        return kernel.backend != "mosaic_gpu" or space in SHARED_SPACES
+    return space in SHARED_SPACES
+
+
+def whole_array(operand: Operand) -> bool:
+    """Whether the operand's ref is the whole array: no BlockSpec, or `pl.ANY` / HBM.
+
+    Programs then pick their part with `pl.program_id`, `pl.ds` and masks (the
+    Triton style), and all share the one block.
+    """
+    if operand.memory_space in SHARED_SPACES:
+        return True
+    return all(
+        b is not None and int(b) == n
+        for b, n in zip(operand.block_shape, operand.shape, strict=True)
+    )
+
+
+def needs_elements(
+    kernel: Kernel, backend: str = "gpu", prefetch: Sequence[np.ndarray] = ()
+) -> tuple[int, ...]:
+    """Outputs whose block-level conflicts under `backend` need an element-level look.
+
+    Whole-array outputs (see `whole_array`) shared by programs that may run at once,
+    in memory they share: whether they race depends on the elements each program
+    stores. Decided element by element under GPU rules only (on TPU, blocks are copies
+    and `pl.ANY` refs are written by DMAs, which are not followed). Outputs cut into
+    blocks keep the block-level answer: programs sharing a block there accumulate
+    into it.
+    """
+    if backend != "gpu":
+        return ()
+    found: list[int] = []
+    for conflict in find_races(kernel, backend, prefetch):
+        operand = next(o for o in kernel.operands if o.position == conflict.position)
+        if (
+            conflict.position not in found
+            and whole_array(operand)
+            and shares_memory(kernel, operand, backend)
+        ):
+            found.append(conflict.position)
+    return tuple(found)
+
+
+def element_conflicts(
+    kernel: Kernel, operand: Operand, shared: SharedAccesses, backend: str = "gpu"
+) -> list[Conflict]:
+    """GPU conflicts on an output whose programs share its memory, element by element.
+
+    Two different programs storing one element race; so do a program loading an
+    element another stores, and plain accesses to an element others update
+    atomically. Elements are grouped by the pair of programs involved (the first and
+    the last, in grid order): one `Conflict` per (kind, pair), in order of their first
+    element.
+    """
+    stores = shared.last_store >= 0
+    store_store = stores & (shared.first_store != shared.last_store)
+    store_read = stores & ~store_store & (shared.first_touch != shared.last_touch)
+    atomic = shared.last_atomic >= 0
+    plain = shared.last_touch >= 0
+    lowest = np.where(
+        plain, np.minimum(shared.first_touch, shared.first_atomic), shared.first_atomic
+    )
+    highest = np.maximum(shared.last_touch, shared.last_atomic)
+    atomic_mixed = atomic & plain & ~store_store & ~store_read & (lowest != highest)
+    other = np.where(
+        shared.first_touch != shared.first_store, shared.first_touch, shared.last_touch
+    )
+    kinds = (
+        ("element-store", store_store, shared.first_store, shared.last_store),
+        ("element-read", store_read, shared.first_store, other),
+        ("element-atomic", atomic_mixed, lowest, highest),
+    )
+    coords = program_coordinates(kernel.grid)
+    shape = shared.first_store.shape
+    found: list[tuple[int, Conflict]] = []
+    for kind, mask, first, second in kinds:
+        flat = np.flatnonzero(mask)
+        if not flat.size:
+            continue
+        pairs = np.stack([first.reshape(-1)[flat], second.reshape(-1)[flat]], axis=-1)
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        for group, (p, q) in enumerate(unique):
+            members = flat[inverse == group]
+            where = np.stack(np.unravel_index(members, shape), axis=-1) if shape else None
+            start = tuple(int(v) for v in where[0]) if where is not None else ()
+            span = (
+                tuple((int(lo), int(hi)) for lo, hi in zip(where.min(0), where.max(0), strict=True))
+                if where is not None
+                else ()
+            )
+            programs = (tuple(int(c) for c in coords[p]), tuple(int(c) for c in coords[q]))
+            differ = tuple(int(a) for a in np.nonzero(coords[p] != coords[q])[0])
+            conflict = Conflict(
+                backend=backend,
+                kind=kind,
+                operand=operand.label,
+                position=operand.position,
+                block=_element_block(operand, start),
+                start=start,
+                programs=programs,
+                axes=differ,
+                elements=int(members.size),
+                span=span,
+            )
+            found.append((int(members[0]), conflict))
+    found.sort(key=lambda item: item[0])
+    return [c for _, c in found]
+
+
+def _element_block(operand: Operand, element: tuple[int, ...]) -> tuple[int, ...]:
+    """The block (index in the block grid) holding an element."""
+    return tuple(
+        e // b if kind == "blocked" and b else e
+        for e, b, kind in zip(element, window_sizes(operand), operand.block_kinds, strict=True)
+    )
+
+
+def _span_text(span: Sequence[tuple[int, int]]) -> str:
+    if not span:
+        return "the element"
+    parts = [str(lo) if lo == hi else f"{lo}..{hi}" for lo, hi in span]
+    if len(parts) == 1:
+        return f"element{'s' if '..' in parts[0] else ''} {parts[0]}"
+    return "elements [" + ", ".join(parts) + "]"
 
 
 def parallel_axes(kernel: Kernel, backend: str) -> tuple[bool, ...]:
@@ -312,6 +530,8 @@ def axis_names(kernel: Kernel) -> tuple[str, ...]:
         index_map = operand.index_map
         if index_map is None or index_map.num_grid_args != len(kernel.grid):
             continue
+        if "/jax/_src/" in index_map.source_file.replace("\\", "/"):
+            continue  # JAX's own map for a ref without a BlockSpec: its names say nothing
         candidate = list(index_map.arg_names[: len(kernel.grid)])
         if names is None:
             names = candidate
@@ -339,21 +559,30 @@ def _tuple(values: Sequence[int]) -> str:
     return "(" + ", ".join(str(v) for v in values) + ("," if len(values) == 1 else "") + ")"
 
 
-def summarize(kernel: Kernel, conflicts: Sequence[Conflict], backend: str) -> list[str]:
+def summarize(
+    kernel: Kernel,
+    conflicts: Sequence[Conflict],
+    backend: str,
+    shared: Mapping[int, SharedAccesses] | None = None,
+) -> list[str]:
     """Sentences for the inspector: what conflicts, why, and what to do instead.
 
     One sentence per (operand, kind), with the first block as an example; a single
-    sentence saying so when the kernel is clean.
+    sentence saying so when the kernel is clean. `shared` are the element-level
+    accesses `find_races` was given, if any.
     """
     names = axis_names(kernel)
     label = backend.upper()
     if not conflicts:
-        return [_clean_sentence(kernel, backend, names)]
+        return [_clean_sentence(kernel, backend, names, shared)]
     sentences = []
     groups: dict[tuple[str, str], list[Conflict]] = {}
     for conflict in conflicts:
         groups.setdefault((conflict.operand, conflict.kind), []).append(conflict)
     for (operand, kind), group in groups.items():
+        if kind in ELEMENT_KINDS:
+            sentences.append(_element_sentence(label, operand, kind, group, names))
+            continue
         axes = sorted({a for c in group for a in c.axes})
         first = group[0]
         total = _block_count(kernel, first.position)
@@ -401,16 +630,74 @@ def summarize(kernel: Kernel, conflicts: Sequence[Conflict], backend: str) -> li
     return sentences
 
 
-def _clean_sentence(kernel: Kernel, backend: str, names: Sequence[str]) -> str:
+def _element_sentence(
+    label: str, operand: str, kind: str, group: Sequence[Conflict], names: Sequence[str]
+) -> str:
+    first = group[0]
+    elements = sum(c.elements for c in group)
+    pairs = f" ({len(group)} pairs of programs in all)" if len(group) > 1 else ""
+    p, q = (_tuple(x) for x in (*first.programs, first.programs[-1])[:2])
+    along = _axes_text(sorted({a for c in group for a in c.axes}), names)
+    what = _span_text(first.span)
+    shared = (
+        f"Programs that share {operand} (a whole-array or pl.ANY ref) share its memory "
+        f"and run at the same time on {label}"
+    )
+    if kind == "element-store":
+        return (
+            f"{label} race on {operand}: {elements} element(s) are stored by two programs "
+            f"that differ along {along} (e.g. programs {p} and {q} both store {what}"
+            f"){pairs}. {shared}: each must store its own elements (check the pl.ds "
+            "offsets and the masks), or combine them with atomics (pl.atomic_add)."
+        )
+    if kind == "element-read":
+        return (
+            f"{label} race on {operand}: programs load {elements} element(s) that other "
+            f"programs store (e.g. program {q} loads {what}, which program {p} stores)"
+            f"{pairs}. {shared}, so what is loaded depends on timing: read only what the "
+            "program itself stored, or split the work into two kernels."
+        )
+    return (
+        f"{label} race on {operand}: {elements} element(s) updated atomically are also "
+        f"loaded or stored plainly by another program (e.g. programs {p} and {q}, "
+        f"{what}){pairs}. Atomics only order atomic updates: make every access to "
+        "those elements atomic, or split the work into two kernels."
+    )
+
+
+def _clean_sentence(
+    kernel: Kernel,
+    backend: str,
+    names: Sequence[str],
+    shared: Mapping[int, SharedAccesses] | None = None,
+) -> str:
     label = backend.upper()
+    checked = [
+        (o, shared[o.position])
+        for o in kernel.outputs
+        if backend == "gpu" and shared and o.position in shared
+    ]
+    if checked:
+        refs = " and ".join(o.label for o, _ in checked)
+        sampled = [a for _, a in checked if a.sampled]
+        how = (
+            f" (checked element by element over {sampled[0].programs.size} of "
+            f"{kernel.num_programs} programs)"
+            if sampled
+            else f" (checked element by element over all {kernel.num_programs} programs)"
+        )
+        return (
+            f"{label}: no races: programs share {refs}, but no two store the same element "
+            f"and none loads what another stores{how}."
+        )
     revisited = set()
     for operand in kernel.outputs:
         index_map = operand.index_map
         if index_map is None or not index_map.evaluable or index_map.uses_prefetch:
             continue
         starts = block_starts(operand, kernel.grid).reshape(-1, len(operand.shape))
-        shared = sharing_axes(starts, kernel.grid, window_sizes(operand), is_aligned(operand))
-        revisited |= {a for a, s in enumerate(shared) if s}
+        sharing = sharing_axes(starts, kernel.grid, window_sizes(operand), is_aligned(operand))
+        revisited |= {a for a, s in enumerate(sharing) if s}
     if backend == "tpu" and revisited:
         along = _axes_text(sorted(revisited), names)
         semantics = (

@@ -68,6 +68,12 @@ def summary_text(inspection: Inspection, problem: Problem | None = None) -> str:
         if comparison is not None:
             verdict = "matches the reference" if comparison.ok else "DOES NOT match the reference"
             lines.append(f"  {verdict}")
+        findings = [
+            *(f"out of bounds: {o.describe(with_location=False)}" for o in result.out_of_bounds),
+            *(f"leak: {leak.describe(with_location=False)}" for leak in result.leaks),
+            *(f"race: {c.describe()}" for c in result.race_checks if c.confirmed),
+        ]
+        lines += [f"  {line}" for line in findings]
     if problem is not None:
         where = f"{problem.where}: " if problem.where else ""
         lines.append(f"  error: {where}{problem.summary}")

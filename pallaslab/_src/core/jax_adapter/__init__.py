@@ -59,6 +59,7 @@ from pallaslab._src.core.jax_adapter.indexmaps import (
 )
 from pallaslab._src.core.jax_adapter.kernels import KernelSite as KernelSite
 from pallaslab._src.core.jax_adapter.kernels import find_kernel_sites as find_kernel_sites
+from pallaslab._src.core.jax_adapter.kernels import jaxpr_constants as jaxpr_constants
 from pallaslab._src.core.jax_adapter.kernels import jaxpr_text as jaxpr_text
 from pallaslab._src.core.jax_adapter.kernels import kernel_from_site as kernel_from_site
 from pallaslab._src.core.jax_adapter.kernels import mesh_kernel_summary as mesh_kernel_summary

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pallaslab._src.core.jax_adapter import instrument
 from pallaslab._src.core.jax_adapter.kernels import KernelSite, kernel_from_site
 from pallaslab._src.core.jax_adapter.probes import PALLAS_CALL, jax_core, source_info_util
 from pallaslab._src.records import Kernel
@@ -200,6 +201,26 @@ class KernelCall:
     def program(self) -> ProgramBody:
         """The kernel body as a pure function of program ids and block values."""
         return _program_body(self.params, self.grid)
+
+    @property
+    def instrumented(self) -> instrument.InstrumentedBody | None:
+        """The body instrumented for checks; None when it cannot be (see the notice)."""
+        return self._instrumentation[0]
+
+    @property
+    def instrumentation_notice(self) -> str:
+        """Why the body could not be instrumented ("" when it could)."""
+        return self._instrumentation[1]
+
+    @functools.cached_property
+    def _instrumentation(self) -> tuple[instrument.InstrumentedBody | None, str]:
+        try:
+            return instrument.instrumented_body(self.params, self.grid), ""
+        except Exception as error:  # an unfamiliar body: its checks say so
+            return (
+                None,
+                f"its loads and stores could not be followed ({type(error).__name__}: {error})",
+            )
 
 
 @dataclasses.dataclass(frozen=True)

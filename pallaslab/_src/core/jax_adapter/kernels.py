@@ -525,3 +525,30 @@ def jaxpr_text(jaxpr: Any) -> tuple[str, tuple[tuple[int, str, int], ...]]:
         lines.append(match["code"].rstrip())
         source_map.append((len(lines), match["file"], int(match["line"])))
     return "\n".join(lines), tuple(source_map)
+
+
+def jaxpr_constants(closed: Any) -> list[Any]:
+    """Every constant a (closed) jaxpr holds, its sub-jaxprs' (jit, loops ...) included.
+
+    Closed-over arrays are not part of a jaxpr's text: what a program computes depends
+    on them too.
+    """
+    found: list[Any] = list(getattr(closed, "consts", ()))
+    seen: set[int] = set()
+
+    def walk(jaxpr: Any) -> None:
+        if id(jaxpr) in seen:
+            return
+        seen.add(id(jaxpr))
+        for eqn in jaxpr.eqns:
+            for value in eqn.params.values():
+                for item in value if isinstance(value, (tuple, list)) else (value,):
+                    inner = getattr(item, "jaxpr", None)
+                    if inner is not None and hasattr(inner, "eqns"):
+                        found.extend(getattr(item, "consts", ()))
+                        walk(inner)
+                    elif hasattr(item, "eqns"):
+                        walk(item)
+
+    walk(getattr(closed, "jaxpr", closed))
+    return found

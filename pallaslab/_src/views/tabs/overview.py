@@ -51,7 +51,9 @@ def _races(
 
     The data (for tile views) says which programs write which block of which output;
     at most `max_conflicts` conflicts are sent (the sentences count them all). Index
-    maps that read scalar-prefetch values get those of the example arguments.
+    maps that read scalar-prefetch values get those of the example arguments, and
+    outputs programs share in memory are decided element by element (a run of the
+    kernel) when the inspection holds its program.
     """
     found: dict[str, Any] = {}
     for backend in race_geometry.BACKENDS:
@@ -78,12 +80,12 @@ def _races(
             ]
         else:
             try:
-                conflicts = inspection.races(kernel, backend)
+                conflicts, sentences = _race_words(kernel, backend, inspection)
             except ValueError as error:
                 entry["checked"] = False
                 entry["sentences"] = [f"{label}: not checked: {messages.error_text(error)}."]
             else:
-                entry["sentences"] = race_geometry.summarize(kernel, conflicts, backend)
+                entry["sentences"] = sentences
                 entry["total"] = len(conflicts)
                 names = race_geometry.axis_names(kernel)
                 entry["conflicts"] = [
@@ -96,12 +98,21 @@ def _races(
                         "programs": [list(p) for p in c.programs[:16]],
                         "programCount": len(c.programs),
                         "axes": list(c.axes),
+                        "elements": c.elements,
+                        "span": [list(pair) for pair in c.span],
                         "text": c.describe(names),
                     }
                     for c in conflicts[:max_conflicts]
                 ]
         found[backend] = entry
     return found
+
+
+def _race_words(
+    kernel: Kernel, backend: str, inspection: Inspection
+) -> tuple[tuple[race_geometry.Conflict, ...], list[str]]:
+    report = inspection.race_report(kernel, backend)
+    return report.conflicts, report.sentences(kernel)
 
 
 def _hint(hint: Hint) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from pallaslab._src import sources
-from pallaslab._src.records import Leak, RaceCheck
+from pallaslab._src.records import Leak, OutOfBounds, RaceCheck, SourceLocation
 from pallaslab._src.views import fmt, heatmap
 from pallaslab._src.views.tabs import Payload, Tab
 
@@ -29,9 +29,26 @@ _NOTES = {
 }
 
 
+# How the Run tab titles a leak, by cause.
+LEAK_TITLES = {
+    "padding": "Padding leak",
+    "never-written": "Never-written memory",
+    "uninitialized-output": "Uninitialized memory",
+    "uninitialized-scratch": "Uninitialized memory",
+    "masked-load-without-other": "Undefined lanes",
+}
+
+
+def _where(location: SourceLocation | None) -> dict[str, Any] | None:
+    if location is None:
+        return None
+    return {"label": sources.label(location.file), "line": location.line}
+
+
 def _leak(leak: Leak) -> dict[str, Any]:
     location = leak.location
     return {
+        "title": LEAK_TITLES.get(leak.cause, "Leak"),
         "text": leak.describe(with_location=False),
         "kernel": leak.kernel,
         "output": leak.output,
@@ -43,6 +60,19 @@ def _leak(leak: Leak) -> dict[str, Any]:
             if location is not None
             else None
         ),
+    }
+
+
+def _out_of_bounds(found: OutOfBounds) -> dict[str, Any]:
+    return {
+        "text": found.describe(with_location=False),
+        "kernel": found.kernel,
+        "ref": found.ref,
+        "access": found.access,
+        "cause": found.cause,
+        "programs": [list(p) for p in found.programs],
+        "programCount": found.program_count,
+        "where": _where(found.location),
     }
 
 
@@ -85,6 +115,7 @@ def payload(inspection: Inspection) -> Payload:
         "inputs": inputs_line(inspection),
         "notices": list(result.notices),
         "leaks": [_leak(leak) for leak in result.leaks],
+        "outOfBounds": [_out_of_bounds(o) for o in result.out_of_bounds],
         "raceChecks": [_race_check(c) for c in result.race_checks if c.orders],
         "outputs": [
             {
@@ -150,6 +181,10 @@ def static_html(inspection: Inspection) -> str:
     parts.extend(
         f"<p class='pl-warning'>{html.escape(_located(leak))}</p>" for leak in result["leaks"]
     )
+    parts.extend(
+        f"<p class='pl-warning'>{html.escape(_located(found, 'Out of bounds'))}</p>"
+        for found in result["outOfBounds"]
+    )
     for check in result["raceChecks"]:
         css = "pl-warning" if check["confirmed"] else "pl-facts"
         parts.append(f"<p class='{css}'>{html.escape(check['text'])}</p>")
@@ -170,10 +205,10 @@ def static_html(inspection: Inspection) -> str:
     return "".join(parts)
 
 
-def _located(leak: dict[str, Any]) -> str:
-    where = leak["where"]
+def _located(finding: dict[str, Any], title: str = "") -> str:
+    where = finding["where"]
     prefix = f"{where['label']} line {where['line']}: " if where else ""
-    return f"Padding leak — {prefix}{leak['text']}"
+    return f"{title or finding.get('title', 'Leak')} — {prefix}{finding['text']}"
 
 
 TAB = Tab("run", "Run", payload, static_html, order=60)

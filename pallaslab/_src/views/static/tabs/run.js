@@ -85,7 +85,11 @@ TABS.run = {
     for (const line of r.notices || []) root.append(h("p", { class: "pl-facts", text: line }));
     for (const leak of r.leaks || []) {
       const where = leak.where ? leak.where.label + " line " + leak.where.line + ": " : "";
-      root.append(h("p", { class: "pl-warning" }, h("b", { text: "Padding leak" }), " \u2014 " + where + leak.text));
+      root.append(h("p", { class: "pl-warning" }, h("b", { text: leak.title || "Padding leak" }), " \u2014 " + where + leak.text));
+    }
+    for (const found of r.outOfBounds || []) {
+      const where = found.where ? found.where.label + " line " + found.where.line + ": " : "";
+      root.append(h("p", { class: "pl-warning" }, h("b", { text: "Out of bounds" }), " \u2014 " + where + found.text));
     }
     for (const check of r.raceChecks || []) {
       root.append(h("p", { class: check.confirmed ? "pl-warning" : "pl-facts" },
