@@ -1,6 +1,7 @@
 """The `pallaslab` command: lowered kernels as text, for scripts, diffs and CI.
 
     pallaslab lower kernels.py:matmul --target ptx:sm_90 --args "bf16[1024,1024],bf16[1024,1024]"
+    pallaslab lower kernels.py:matmul --target xla-gpu:H100 --stage sass --args "..."
     pallaslab targets
 
 `lower` runs FILE.py as a module, traces FUNC on the arguments `--args` describes
@@ -249,7 +250,10 @@ def parser() -> argparse.ArgumentParser:
         'as name=value, e.g. "bf16[1024,1024],bf16[1024,1024],block=128"',
     )
     lower.add_argument("--kernel", "-k", help="the kernel's name or index (default: the first)")
-    lower.add_argument("--stage", help="an intermediate stage (tpu-compile), or 'list'")
+    lower.add_argument(
+        "--stage",
+        help="a stage (tpu-compile, xla-gpu: ptx, sass, ptxas, hlo, Mosaic GPU passes), or 'list'",
+    )
     lower.add_argument("--map", action="store_true", help="prefix lines with their source lines")
     lower.add_argument("--raw", action="store_true", help="the text as the compiler printed it")
     lower.add_argument("--resources", action="store_true", help="print the resources instead")

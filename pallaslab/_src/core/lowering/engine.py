@@ -9,6 +9,7 @@ a Triton compile for one architecture, a TPU export) are shared between targets.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import time
@@ -18,9 +19,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
 
-from pallaslab._src import hardware, sources
+from pallaslab._src import gpu_target_config, hardware, sources
 from pallaslab._src.core import jax_adapter
-from pallaslab._src.core.lowering import sourcemap, tpu_compile, tpu_rules, triton_build
+from pallaslab._src.core.lowering import (
+    sourcemap,
+    tpu_compile,
+    tpu_rules,
+    triton_build,
+    xla_gpu,
+    xla_gpu_lowering,
+)
 from pallaslab._src.core.lowering.occupancy import occupancy
 from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, Stage, TpuResources
 from pallaslab._src.records import Kernel, SourceLocation
@@ -123,11 +131,11 @@ class Lowerer:
         if target.program:
             return self._stablehlo(target)
         assert kernel is not None
-        if kernel.kind == "plgpu.kernel" and target.kind != "mosaic-gpu":
+        if kernel.kind == "plgpu.kernel" and target.kind not in ("mosaic-gpu", "xla-gpu"):
             raise LoweringFailedError(
                 LoweringError(
                     f"`{kernel.name}` is a Mosaic GPU kernel ({kernel.kind}): only the "
-                    "'mosaic-gpu' target takes it.",
+                    "'mosaic-gpu' and 'xla-gpu:<chip>' targets take it.",
                     kernel.call_site or kernel.source,
                 )
             )
@@ -150,6 +158,8 @@ class Lowerer:
             return self._mosaic_tpu(target, kernel)
         if target.kind == "tpu-compile":
             return self._tpu_compile(target, kernel)
+        if target.kind == "xla-gpu":
+            return self._xla_gpu(target, kernel)
         raise LoweringFailedError(LoweringError(f"no lowering for {target.name}", kind="usage"))
 
     def _header(self, target: Target, kernel: Kernel | None) -> str:
@@ -181,6 +191,8 @@ class Lowerer:
                 f"Mosaic TPU module of {what} for TPU {target.arch}: {jax_version} Pallas "
                 "Mosaic lowering (before Mosaic's own passes)."
             )
+        if target.kind == "xla-gpu":
+            return xla_gpu_lowering.header(target, what, jax_version)
         return (
             f"Final VLIW bundles of {what} for TPU {target.arch}: libtpu "
             f"{tpu_compile.libtpu_version()} compile-only, on the {jax_version} Mosaic "
@@ -398,6 +410,101 @@ class Lowerer:
             header=header,
         )
 
+    def _gpu_export(self, kernel: Kernel, chip: str) -> jax_adapter.GpuExport:
+        """The kernel alone, exported for CUDA as lowered for `chip` (Pallas' errors first)."""
+
+        def make() -> jax_adapter.GpuExport:
+            site = self._program.sites[kernel.index]
+            function = jax_adapter.kernel_function(site)
+            avals = jax_adapter.kernel_avals(site)
+            capability = gpu_target_config.compute_capability(chip)
+            kind = gpu_target_config.device_kind(chip)
+            try:
+                return jax_adapter.export_for_gpu(function, avals, capability, kind)
+            except Exception as error:
+                explained = explain(error, kernel, "cuda", None)
+                if kernel.backend or kernel.kind == "plgpu.kernel":
+                    raise LoweringFailedError(explained) from None
+            # JAX's default GPU backend (Mosaic GPU) cannot take every kernel without
+            # compiler params that the Triton backend can: compile it as Triton.
+            try:
+                export = jax_adapter.export_for_gpu(
+                    function, avals, capability, kind, mosaic_gpu=False
+                )
+            except Exception:
+                raise LoweringFailedError(explained) from None
+            note = (
+                "JAX's default GPU backend (Mosaic GPU) could not take this kernel "
+                f"({explained.message}); compiled with the Triton backend."
+            )
+            return dataclasses.replace(export, notices=(*export.notices, note))
+
+        return self._share(("gpu-export", kernel.index, chip), make)
+
+    def _program_gpu_export(self, chip: str) -> jax_adapter.GpuExport | None:
+        """The whole program exported for CUDA as lowered for `chip` (None: it cannot be)."""
+
+        def make() -> jax_adapter.GpuExport | None:
+            program = self._program
+            if program.flat_fn is None:
+                return None
+            args = [jax.ShapeDtypeStruct(jax.numpy.shape(a), a.dtype) for a in program.example_args]
+            capability = gpu_target_config.compute_capability(chip)
+            kind = gpu_target_config.device_kind(chip)
+            for mosaic_gpu in (None, False):
+                try:
+                    return jax_adapter.export_for_gpu(
+                        program.flat_fn, args, capability, kind, mosaic_gpu=mosaic_gpu
+                    )
+                except Exception:
+                    continue
+            return None
+
+        return self._share(("gpu-program-export", chip), make)
+
+    def _xla_gpu(self, target: Target, kernel: Kernel) -> Lowered:
+        chip = target.arch
+        program_export = self._program_gpu_export(chip)
+        program_key = ("xla-gpu-program", chip)
+        # A program of just this kernel compiles once: its compile is the kernel's.
+        alone = not (
+            program_export is not None
+            and program_export.kernels == 1
+            and len(self._program.sites) == 1
+        )
+        kernel_export = self._gpu_export(kernel, chip) if alone else program_export
+        assert kernel_export is not None
+        if alone:
+            exports = {"kernel": kernel_export.pickled}
+            if program_export is not None and program_key not in self._shared:
+                exports["program"] = program_export.pickled  # once per chip
+        else:
+            assert program_export is not None
+            exports = {"program": program_export.pickled}
+        compiled = xla_gpu.compile_exports(chip, exports, ("kernel",) if alone else ("program",))
+        if compiled.error:
+            kind = "unavailable" if "pip install" in compiled.error else "compile"
+            raise LoweringFailedError(
+                LoweringError(
+                    _first_lines(compiled.error), kernel.source, detail=compiled.error, kind=kind
+                )
+            )
+        if "program" in compiled.jobs:
+            self._shared[program_key] = compiled.jobs["program"]
+        program_job = self._shared.get(program_key)
+        built = xla_gpu_lowering.build(
+            target,
+            kernel,
+            compiled.jobs.get("kernel" if alone else "program"),
+            kernel_export,
+            program_job if isinstance(program_job, xla_gpu.CompiledJob) else None,
+            jax_version=jax.__version__,
+            alone=alone,
+        )
+        if isinstance(built, LoweringError):
+            raise LoweringFailedError(built)
+        return built
+
     # -- the whole program ---------------------------------------------------------
 
     def _stablehlo(self, target: Target) -> Lowered:
@@ -457,7 +564,7 @@ def gpu_resources(build: triton_build.TritonBuild) -> GpuResources:
     figures = triton_build.ptxas_figures(build.ptxas_log)
     usage = build.resource_usage
     registers = figures.get("registers", usage.get("REG"))
-    shared = build.shared_bytes + usage.get("SHARED", 0)
+    shared = build.shared_bytes + figures.get("static_shared", usage.get("SHARED", 0))
     occupancies = tuple(
         occupancy(
             gpu,
@@ -594,8 +701,6 @@ def _kernel_file(kernel: Kernel | None) -> str:
 
 
 def _with_seconds(lowered: Lowered, seconds: float) -> Lowered:
-    import dataclasses  # noqa: PLC0415
-
     return dataclasses.replace(lowered, seconds=seconds)
 
 
