@@ -17,9 +17,7 @@ from pallaslab._src import hardware
 from pallaslab._src.lowered import GpuResources, Lowered
 
 _SASS_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
-_PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][a-z0-9_]*)(?:\.[\w:]+)*\s")
-# Lines of a PTX function body that are not instructions.
-_PTX_NOT_INSTRUCTIONS = ("ret", "bra")
+_PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][a-z0-9_]*)(?:\.[\w:]+)*[\s;]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +63,7 @@ def ptx_counts(ptx: str) -> collections.Counter[str]:
         if not line:
             continue
         if depth > 0 and not line.startswith((".", "{", "}")) and line.endswith(";"):
-            match = _PTX_INSTRUCTION.match(line + " ")
+            match = _PTX_INSTRUCTION.match(line)
             if match:
                 counts[match.group(1)] += 1
         depth += line.count("{") - line.count("}")

@@ -41,9 +41,8 @@ T = TypeVar("T")
 
 TRITON_NOTE = "XLA's built-in Triton may differ in detail."
 MOSAIC_GPU_NOTE = (
-    "PTX and SASS of Mosaic GPU kernels are out of reach on a CPU-only machine: the "
-    "passes that take this module to PTX (and ptxas) live in the CUDA plugin "
-    "(jax-cuda*-plugin), not in jaxlib."
+    "The passes that take this module to PTX and SASS live in JAX's CUDA plugin, not "
+    "in jaxlib: the xla-gpu:<chip> targets run them (pallaslab[gpu-compile])."
 )
 
 

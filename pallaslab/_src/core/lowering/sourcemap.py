@@ -226,9 +226,14 @@ _PTX_SECTION = re.compile(r"^\s*\.section\s+\.debug_")
 def ptx_text(ptx: str, default_file: str = "") -> tuple[str, SourceMap]:
     """PTX with line info -> (PTX without `.loc`/`.file`/debug sections, source map).
 
-    Every instruction after a `.loc` maps to its line until the next `.loc`.
+    Every instruction after a `.loc` maps to its line until the next `.loc`. `.file`
+    directives may come after the code that names them (LLVM puts them at the end).
     """
-    files: dict[int, str] = {}
+    files: dict[int, str] = {
+        int(match.group(1)): _unescape(match.group(2))
+        for match in map(_PTX_FILE.match, ptx.splitlines())
+        if match
+    }
     lines: list[str] = []
     source_map: list[tuple[int, str, int]] = []
     current: tuple[str, int] | None = None
@@ -244,9 +249,7 @@ def ptx_text(ptx: str, default_file: str = "") -> tuple[str, SourceMap]:
             if seen_brace and depth <= 0:
                 skipping = False
             continue
-        file_match = _PTX_FILE.match(line)
-        if file_match:
-            files[int(file_match.group(1))] = _unescape(file_match.group(2))
+        if _PTX_FILE.match(line):
             continue
         loc = _PTX_LOC.match(line)
         if loc:

@@ -131,12 +131,17 @@ def _cuda_root(root: Path, chain: gpu_toolchain.Toolchain) -> Path:
 
 
 def compile_exports(
-    chip: str, exports: dict[str, bytes], artifacts: tuple[str, ...] = ("kernel",)
+    chip: str,
+    exports: dict[str, bytes],
+    artifacts: tuple[str, ...] = ("kernel",),
+    *,
+    on_device: bool = False,
 ) -> XlaGpuCompile:
     """Compiles pickled exports (by job name) for `chip` in a worker process.
 
     Jobs named in `artifacts` also return their PTX, SASS and resources; the others
-    only their HLO and launch sequence.
+    only their HLO and launch sequence. `on_device` compiles for this machine's GPU
+    instead (to compare a compile-only build with the real one).
     """
     chain = gpu_toolchain.toolchain()
     if chain.problem:
@@ -170,11 +175,12 @@ def compile_exports(
                 "nvdisasm": chain.nvdisasm,
             },
             "result": str(root / "result.json"),
+            "on_device": on_device,
         }
         (root / "request.json").write_text(json.dumps(request), encoding="utf-8")
         env = {
             **os.environ,
-            "JAX_PLATFORMS": "cpu",
+            "JAX_PLATFORMS": "cuda" if on_device else "cpu",
             # JAX (CUDA_ROOT) and Mosaic GPU (MOSAIC_GPU_CUDA_ROOT) find the tools here.
             "CUDA_ROOT": str(cuda),
             "MOSAIC_GPU_CUDA_ROOT": str(cuda),

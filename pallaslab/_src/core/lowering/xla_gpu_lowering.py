@@ -140,9 +140,13 @@ def build(
         source_map=_readable(source_map),
         raw_text=sass,
         resources=resources,
-        stages=tuple(s for s in stages if s.text),
+        stages=tuple(s for s in stages if not _empty(s)),
         notes=tuple(notes),
     )
+
+
+def _empty(stage: Stage) -> bool:
+    return stage.empty if isinstance(stage, CleanedOnUse) else not stage.text.strip()
 
 
 def _labelled(file: str, text: str) -> str:
@@ -232,8 +236,45 @@ def _resources(
 def _stage(name: str, raw: str, language: str, default_file: str) -> Stage:
     if language == "hlo":
         raw = sourcemap.elide_long_strings(raw)
-    text, source_map = sourcemap.clean(raw, language, default_file)
-    return Stage(name, text, language, _readable(source_map))
+    return CleanedOnUse(name, raw, language, default_file)
+
+
+class CleanedOnUse(Stage):
+    """A stage whose location noise is read out when its text is first asked for.
+
+    Mosaic GPU's pipeline of an attention kernel is tens of thousands of lines per
+    pass: most stages are never looked at, so none is cleaned before it is.
+    """
+
+    def __init__(self, name: str, raw: str, language: str, default_file: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "language", language)
+        object.__setattr__(self, "_raw", (raw, default_file))
+        object.__setattr__(self, "_cleaned", None)
+
+    def _clean(self) -> tuple[str, sourcemap.SourceMap]:
+        cleaned: tuple[str, sourcemap.SourceMap] | None = self.__dict__["_cleaned"]
+        if cleaned is None:
+            raw, default_file = self.__dict__["_raw"]
+            text, source_map = sourcemap.clean(raw, self.language, default_file)
+            cleaned = (text, _readable(source_map))
+            object.__setattr__(self, "_cleaned", cleaned)
+        return cleaned
+
+    @property
+    def text(self) -> str:
+        """The text, location noise hidden."""
+        return self._clean()[0]
+
+    @property
+    def source_map(self) -> sourcemap.SourceMap:
+        """(text line, file, source line) entries."""
+        return self._clean()[1]
+
+    @property
+    def empty(self) -> bool:
+        """Whether there is no text (known without cleaning it)."""
+        return not self.__dict__["_raw"][0].strip()
 
 
 def _readable(source_map: sourcemap.SourceMap) -> sourcemap.SourceMap:
