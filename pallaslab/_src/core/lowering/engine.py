@@ -463,6 +463,7 @@ class Lowerer:
 
     def _xla_gpu(self, target: Target, kernel: Kernel) -> Lowered:
         chip = target.arch
+        xla_gpu.prepare()  # the worker imports JAX while this process exports
         program_export = self._program_gpu_export(chip)
         program_key = ("xla-gpu-program", chip)
         # A program of just this kernel compiles once: its compile is the kernel's.

@@ -10,6 +10,7 @@ pipeline (`xla_gpu_worker.py`). NVIDIA's tools come from `gpu_toolchain`.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import os
@@ -18,6 +19,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +132,93 @@ def _cuda_root(root: Path, chain: gpu_toolchain.Toolchain) -> Path:
     return cuda
 
 
+@dataclasses.dataclass
+class _Worker:
+    """A worker process that has imported JAX and waits for one request on stdin."""
+
+    process: subprocess.Popen[str]
+    folder: tempfile.TemporaryDirectory[str]
+    on_device: bool
+    cuda: Path
+
+    @property
+    def root(self) -> Path:
+        return Path(self.folder.name)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def discard(self) -> None:
+        if self.alive():
+            self.process.kill()
+            self.process.communicate()
+        self.folder.cleanup()
+
+
+# One worker started ahead of need (JAX's import is most of a compile's start): it
+# serves one request and exits, so every compile still runs in a fresh process. Keyed
+# by whether it compiles for this machine's GPU.
+_spares: dict[bool, _Worker] = {}
+_spares_lock = threading.Lock()
+SPARE_IDLE_SECONDS = 600
+
+
+def _spawn(chain: gpu_toolchain.Toolchain, on_device: bool) -> _Worker:
+    folder = tempfile.TemporaryDirectory(prefix="pallaslab-xla-gpu-")
+    root = Path(folder.name)
+    cuda = _cuda_root(root, chain)
+    (root / "cubins").mkdir()
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cuda" if on_device else "cpu",
+        # JAX (CUDA_ROOT) and Mosaic GPU (MOSAIC_GPU_CUDA_ROOT) find the tools here.
+        "CUDA_ROOT": str(cuda),
+        "MOSAIC_GPU_CUDA_ROOT": str(cuda),
+        "PALLASLAB_CUBIN_DIR": str(root / "cubins"),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+    }
+    process = subprocess.Popen(
+        [sys.executable, str(WORKER), "--wait", str(SPARE_IDLE_SECONDS)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    return _Worker(process, folder, on_device, cuda)
+
+
+def prepare(*, on_device: bool = False) -> None:
+    """Starts a worker now (if none is waiting), so that the next compile finds it ready."""
+    chain = gpu_toolchain.toolchain()
+    if chain.problem:
+        return
+    with _spares_lock:
+        waiting = _spares.get(on_device)
+        if waiting is not None and waiting.alive():
+            return
+        if waiting is not None:
+            waiting.discard()
+        _spares[on_device] = _spawn(chain, on_device)
+
+
+def _take(chain: gpu_toolchain.Toolchain, on_device: bool) -> _Worker:
+    with _spares_lock:
+        worker = _spares.pop(on_device, None)
+    if worker is not None and not worker.alive():
+        worker.discard()
+        worker = None
+    return worker or _spawn(chain, on_device)
+
+
+@atexit.register
+def _discard_spares() -> None:
+    with _spares_lock:
+        for worker in _spares.values():
+            worker.discard()
+        _spares.clear()
+
+
 def compile_exports(
     chip: str,
     exports: dict[str, bytes],
@@ -141,70 +230,67 @@ def compile_exports(
 
     Jobs named in `artifacts` also return their PTX, SASS and resources; the others
     only their HLO and launch sequence. `on_device` compiles for this machine's GPU
-    instead (to compare a compile-only build with the real one).
+    instead (to compare a compile-only build with the real one). A worker for the
+    next compile is started before this one returns.
     """
     chain = gpu_toolchain.toolchain()
     if chain.problem:
         return XlaGpuCompile(chip, error=chain.problem)
-    with tempfile.TemporaryDirectory(prefix="pallaslab-xla-gpu-") as tmp:
-        root = Path(tmp)
-        cuda = _cuda_root(root, chain)
-        cubins = root / "cubins"
-        cubins.mkdir()
-        jobs = []
-        for name, pickled in exports.items():
-            (root / name).mkdir()
-            (root / name / "xla").mkdir()
-            (root / name / "mosaic").mkdir()
-            (root / name / "exported.pkl").write_bytes(pickled)
-            jobs.append(
-                {
-                    "name": name,
-                    "exported": str(root / name / "exported.pkl"),
-                    "xla_dump": str(root / name / "xla"),
-                    "mosaic_dump": str(root / name / "mosaic"),
-                    "artifacts": name in artifacts,
-                }
-            )
-        request = {
-            "config": gpu_target_config.description(chip),
-            "jobs": jobs,
-            "cubin_dir": str(cubins),
-            "tools": {
-                "ptxas": str(cuda / "bin" / "ptxas"),
-                "nvdisasm": chain.nvdisasm,
-            },
-            "result": str(root / "result.json"),
-            "on_device": on_device,
-        }
-        (root / "request.json").write_text(json.dumps(request), encoding="utf-8")
-        env = {
-            **os.environ,
-            "JAX_PLATFORMS": "cuda" if on_device else "cpu",
-            # JAX (CUDA_ROOT) and Mosaic GPU (MOSAIC_GPU_CUDA_ROOT) find the tools here.
-            "CUDA_ROOT": str(cuda),
-            "MOSAIC_GPU_CUDA_ROOT": str(cuda),
-            "PALLASLAB_CUBIN_DIR": str(cubins),
-            "TF_CPP_MIN_LOG_LEVEL": "3",
-        }
-        try:
-            done = subprocess.run(
-                [sys.executable, str(WORKER), str(root / "request.json")],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_SECONDS,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return XlaGpuCompile(chip, error=f"XLA's GPU compile took over {TIMEOUT_SECONDS} s")
-        result_path = root / "result.json"
-        if not result_path.exists():
-            tail = "\n".join((done.stderr or "").strip().splitlines()[-20:])
-            return XlaGpuCompile(
-                chip, error=f"the XLA GPU compile worker exited ({done.returncode}):\n{tail}"
-            )
-        result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
+    worker = _take(chain, on_device)
+    try:
+        return _compile(worker, chip, chain, exports, artifacts, on_device=on_device)
+    finally:
+        worker.discard()
+        prepare(on_device=on_device)
+
+
+def _compile(
+    worker: _Worker,
+    chip: str,
+    chain: gpu_toolchain.Toolchain,
+    exports: dict[str, bytes],
+    artifacts: tuple[str, ...],
+    *,
+    on_device: bool,
+) -> XlaGpuCompile:
+    root = worker.root
+    jobs = []
+    for name, pickled in exports.items():
+        (root / name / "xla").mkdir(parents=True)
+        (root / name / "mosaic").mkdir()
+        (root / name / "exported.pkl").write_bytes(pickled)
+        jobs.append(
+            {
+                "name": name,
+                "exported": str(root / name / "exported.pkl"),
+                "xla_dump": str(root / name / "xla"),
+                "mosaic_dump": str(root / name / "mosaic"),
+                "artifacts": name in artifacts,
+            }
+        )
+    request = {
+        "config": gpu_target_config.description(chip),
+        "jobs": jobs,
+        "cubin_dir": str(root / "cubins"),
+        "tools": {"ptxas": str(worker.cuda / "bin" / "ptxas"), "nvdisasm": chain.nvdisasm},
+        "result": str(root / "result.json"),
+        "on_device": on_device,
+    }
+    (root / "request.json").write_text(json.dumps(request), encoding="utf-8")
+    try:
+        _, stderr = worker.process.communicate(
+            str(root / "request.json") + "\n", timeout=TIMEOUT_SECONDS
+        )
+    except subprocess.TimeoutExpired:
+        return XlaGpuCompile(chip, error=f"XLA's GPU compile took over {TIMEOUT_SECONDS} s")
+    result_path = root / "result.json"
+    if not result_path.exists():
+        tail = "\n".join((stderr or "").strip().splitlines()[-20:])
+        return XlaGpuCompile(
+            chip,
+            error=f"the XLA GPU compile worker exited ({worker.process.returncode}):\n{tail}",
+        )
+    result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
     return XlaGpuCompile(
         chip=chip,
         error=str(result.get("error", "")),

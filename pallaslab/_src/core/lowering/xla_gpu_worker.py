@@ -1,6 +1,7 @@
 """A worker process that compiles exported functions with XLA for a GPU it does not have.
 
-Run as a script (`python xla_gpu_worker.py REQUEST.json`), never imported by pallaslab:
+Run as a script (`python xla_gpu_worker.py REQUEST.json`, or `--wait SECONDS` to import
+JAX first and then read the request's path from stdin), never imported by pallaslab:
 JAX's CUDA plugin, the compile-only device and the dump settings live and die with
 this process, so a crash or a stuck compile cannot take the user's kernel with it.
 Only the standard library and JAX are imported here (not Pallas: the exported module
@@ -22,10 +23,12 @@ cubins: its PTX goes through ptxas here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
 import re
+import select
 import subprocess
 import sys
 import time
@@ -243,6 +246,7 @@ def compile_job(
 def compile_request(request: dict[str, Any]) -> dict[str, Any]:
     """Makes the compile-only device and compiles every job of the request."""
     started = time.perf_counter()
+    _import_jax()
     import jax  # noqa: PLC0415
     from jax.experimental import topologies  # noqa: PLC0415
 
@@ -268,9 +272,38 @@ def compile_request(request: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _import_jax() -> None:
+    """JAX, its CUDA plugin and Mosaic GPU's runtime, ready for a compile.
+
+    Mosaic GPU's host code links against its runtime library, which its Python module
+    names in `MOSAIC_GPU_RUNTIME_LIB_PATH` when imported (it also points
+    `MOSAIC_GPU_CUDA_ROOT` at `CUDA_ROOT`, the parent's folder of tools).
+    """
+    import jax  # noqa: PLC0415
+    from jax.experimental import topologies  # noqa: PLC0415, F401
+
+    # Without Mosaic GPU (no absl ...), Triton kernels and XLA's own still compile.
+    with contextlib.suppress(ImportError):
+        import jax.experimental.mosaic.gpu  # noqa: PLC0415
+    jax.devices()  # the backends and the CUDA plugin, initialised
+    _versions()
+
+
+def _wait_for_request(idle_seconds: float) -> str:
+    """Gets ready, then waits for a request's path on stdin ("" after `idle_seconds`)."""
+    _import_jax()
+    ready, _, _ = select.select([sys.stdin], [], [], idle_seconds)
+    return sys.stdin.readline().strip() if ready else ""
+
+
 def main(argv: list[str]) -> int:
-    """Entry point: `xla_gpu_worker.py REQUEST.json`."""
-    request = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    """Entry point: `xla_gpu_worker.py REQUEST.json`, or `--wait SECONDS` (path on stdin)."""
+    path = argv[1]
+    if path == "--wait":
+        path = _wait_for_request(float(argv[2]))
+        if not path:
+            return 0  # idle for too long, or the parent went away
+    request = json.loads(Path(path).read_text(encoding="utf-8"))
     try:
         result = compile_request(request)
     except Exception:
