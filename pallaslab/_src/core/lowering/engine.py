@@ -410,7 +410,12 @@ class Lowerer:
         )
 
     def _gpu_export(self, kernel: Kernel, chip: str) -> jax_adapter.GpuExport:
-        """The kernel alone, exported for CUDA as lowered for `chip` (Pallas' errors first)."""
+        """The kernel alone, exported for CUDA as lowered for `chip` (Pallas' errors first).
+
+        Its compiler params pick the backend (`plgpu.kernel` is Mosaic GPU whatever
+        `jax_pallas_use_mosaic_gpu` says); without params JAX's default goes first, the
+        other backend second.
+        """
 
         def make() -> jax_adapter.GpuExport:
             site = self._program.sites[kernel.index]
@@ -418,25 +423,30 @@ class Lowerer:
             avals = jax_adapter.kernel_avals(site)
             capability = gpu_target_config.compute_capability(chip)
             kind = gpu_target_config.device_kind(chip)
-            try:
-                return jax_adapter.export_for_gpu(function, avals, capability, kind)
-            except Exception as error:
-                explained = explain(error, kernel, "cuda", None)
-                if kernel.backend or kernel.kind == "plgpu.kernel":
-                    raise LoweringFailedError(explained) from None
-            # JAX's default GPU backend (Mosaic GPU) cannot take every kernel without
-            # compiler params that the Triton backend can: compile it as Triton.
-            try:
-                export = jax_adapter.export_for_gpu(
-                    function, avals, capability, kind, mosaic_gpu=False
+            chosen: bool | None = None
+            if kernel.kind == "plgpu.kernel" or kernel.backend == "mosaic_gpu":
+                chosen = True
+            elif kernel.backend == "triton":
+                chosen = False
+            explained = None
+            for mosaic_gpu in (chosen,) if chosen is not None else (None, True, False):
+                try:
+                    export = jax_adapter.export_for_gpu(
+                        function, avals, capability, kind, mosaic_gpu=mosaic_gpu
+                    )
+                except Exception as error:
+                    explained = explained or explain(error, kernel, "cuda", None)
+                    continue
+                if explained is None:
+                    return export
+                other = "Mosaic GPU" if "mosaic_gpu" in export.backends else "Triton"
+                note = (
+                    f"JAX's default GPU backend could not take this kernel ({explained.message}); "
+                    f"compiled with the {other} backend."
                 )
-            except Exception:
-                raise LoweringFailedError(explained) from None
-            note = (
-                "JAX's default GPU backend (Mosaic GPU) could not take this kernel "
-                f"({explained.message}); compiled with the Triton backend."
-            )
-            return dataclasses.replace(export, notices=(*export.notices, note))
+                return dataclasses.replace(export, notices=(*export.notices, note))
+            assert explained is not None
+            raise LoweringFailedError(explained)
 
         return self._share(("gpu-export", kernel.index, chip), make)
 
@@ -450,7 +460,7 @@ class Lowerer:
             args = [jax.ShapeDtypeStruct(jax.numpy.shape(a), a.dtype) for a in program.example_args]
             capability = gpu_target_config.compute_capability(chip)
             kind = gpu_target_config.device_kind(chip)
-            for mosaic_gpu in (None, False):
+            for mosaic_gpu in (None, True, False):
                 try:
                     return jax_adapter.export_for_gpu(
                         program.flat_fn, args, capability, kind, mosaic_gpu=mosaic_gpu
