@@ -607,3 +607,27 @@ def test_the_plugin_stays_quiet_on_cpu():
     )
     assert done.returncode == 0 and "CpuDevice" in done.stdout
     assert done.stderr.strip() == ""
+
+
+def too_big_for_shared_memory(x, y):
+    block = pl.BlockSpec((65536,), lambda i: (i,))  # 3 x 256 KiB: more than an SM has
+    return pl.pallas_call(
+        add_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(x.shape[0] // 65536,),
+        in_specs=[block, block],
+        out_specs=block,
+    )(x, y)
+
+
+@needs_gpu_compile
+def test_a_kernel_mosaic_gpu_cannot_take_says_why_it_went_to_triton():
+    inspection = pallaslab.inspect(too_big_for_shared_memory, S(262144), S(262144))
+    lowered = inspection.lower("xla-gpu:H100")
+    assert lowered.ok, lowered.error
+    (note,) = [n for n in lowered.notes if "default GPU backend" in n]
+    assert "exceeds available shared memory" in note and "Triton backend" in note
+    # The Triton build keeps its blocks in registers: it spills, and ptxas says so.
+    report = lowered.stage("ptxas").text
+    spills = int(re.search(r"(\d+) bytes spill stores", report).group(1))
+    assert lowered.resources.spill_store_bytes == spills > 0

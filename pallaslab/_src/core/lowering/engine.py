@@ -460,13 +460,23 @@ class Lowerer:
             args = [jax.ShapeDtypeStruct(jax.numpy.shape(a), a.dtype) for a in program.example_args]
             capability = gpu_target_config.compute_capability(chip)
             kind = gpu_target_config.device_kind(chip)
+            failed = ""
             for mosaic_gpu in (None, True, False):
                 try:
-                    return jax_adapter.export_for_gpu(
+                    export = jax_adapter.export_for_gpu(
                         program.flat_fn, args, capability, kind, mosaic_gpu=mosaic_gpu
                     )
-                except Exception:
+                except Exception as error:
+                    failed = failed or explain(error, None, "cuda", None).message
                     continue
+                if not failed:
+                    return export
+                other = "Mosaic GPU" if "mosaic_gpu" in export.backends else "Triton"
+                note = (
+                    f"JAX's default GPU backend could not take the program's kernels ({failed}); "
+                    f"compiled with the {other} backend."
+                )
+                return dataclasses.replace(export, notices=(*export.notices, note))
             return None
 
         return self._share(("gpu-program-export", chip), make)
