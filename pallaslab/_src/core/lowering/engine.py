@@ -413,40 +413,27 @@ class Lowerer:
         """The kernel alone, exported for CUDA as lowered for `chip` (Pallas' errors first).
 
         Its compiler params pick the backend (`plgpu.kernel` is Mosaic GPU whatever
-        `jax_pallas_use_mosaic_gpu` says); without params JAX's default goes first, the
-        other backend second.
+        `jax_pallas_use_mosaic_gpu` says); without params JAX's default goes first.
         """
 
         def make() -> jax_adapter.GpuExport:
             site = self._program.sites[kernel.index]
-            function = jax_adapter.kernel_function(site)
-            avals = jax_adapter.kernel_avals(site)
-            capability = gpu_target_config.compute_capability(chip)
-            kind = gpu_target_config.device_kind(chip)
-            chosen: bool | None = None
+            choices: tuple[bool | None, ...] = (None, True, False)
             if kernel.kind == "plgpu.kernel" or kernel.backend == "mosaic_gpu":
-                chosen = True
+                choices = (True,)
             elif kernel.backend == "triton":
-                chosen = False
-            explained = None
-            for mosaic_gpu in (chosen,) if chosen is not None else (None, True, False):
-                try:
-                    export = jax_adapter.export_for_gpu(
-                        function, avals, capability, kind, mosaic_gpu=mosaic_gpu
-                    )
-                except Exception as error:
-                    explained = explained or explain(error, kernel, "cuda", None)
-                    continue
-                if explained is None:
-                    return export
-                other = "Mosaic GPU" if "mosaic_gpu" in export.backends else "Triton"
-                note = (
-                    f"JAX's default GPU backend could not take this kernel ({explained.message}); "
-                    f"compiled with the {other} backend."
-                )
-                return dataclasses.replace(export, notices=(*export.notices, note))
-            assert explained is not None
-            raise LoweringFailedError(explained)
+                choices = (False,)
+            export, failed = _export_for_chip(
+                jax_adapter.kernel_function(site),
+                jax_adapter.kernel_avals(site),
+                chip,
+                choices,
+                kernel,
+            )
+            if export is None:
+                assert failed is not None
+                raise LoweringFailedError(failed)
+            return export
 
         return self._share(("gpu-export", kernel.index, chip), make)
 
@@ -458,26 +445,7 @@ class Lowerer:
             if program.flat_fn is None:
                 return None
             args = [jax.ShapeDtypeStruct(jax.numpy.shape(a), a.dtype) for a in program.example_args]
-            capability = gpu_target_config.compute_capability(chip)
-            kind = gpu_target_config.device_kind(chip)
-            failed = ""
-            for mosaic_gpu in (None, True, False):
-                try:
-                    export = jax_adapter.export_for_gpu(
-                        program.flat_fn, args, capability, kind, mosaic_gpu=mosaic_gpu
-                    )
-                except Exception as error:
-                    failed = failed or explain(error, None, "cuda", None).message
-                    continue
-                if not failed:
-                    return export
-                other = "Mosaic GPU" if "mosaic_gpu" in export.backends else "Triton"
-                note = (
-                    f"JAX's default GPU backend could not take the program's kernels ({failed}); "
-                    f"compiled with the {other} backend."
-                )
-                return dataclasses.replace(export, notices=(*export.notices, note))
-            return None
+            return _export_for_chip(program.flat_fn, args, chip, (None, True, False), None)[0]
 
         return self._share(("gpu-program-export", chip), make)
 
@@ -573,6 +541,40 @@ class Lowerer:
                 "(jax_pallas_use_mosaic_gpu=False).",
             )
         return self._finish(target, None, raw, notes=notes)
+
+
+def _export_for_chip(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    chip: str,
+    choices: tuple[bool | None, ...],
+    kernel: Kernel | None,
+) -> tuple[jax_adapter.GpuExport | None, LoweringError | None]:
+    """`fn` exported for `chip` with the first GPU backend choice that takes it.
+
+    `choices` are values of `jax_pallas_use_mosaic_gpu` (None: JAX's default). When the
+    first fails and another works, the export says why in a notice. Returns the export
+    (None when no choice works) and the first failure, explained.
+    """
+    capability = gpu_target_config.compute_capability(chip)
+    kind = gpu_target_config.device_kind(chip)
+    failed = None
+    for mosaic_gpu in choices:
+        try:
+            export = jax_adapter.export_for_gpu(fn, args, capability, kind, mosaic_gpu=mosaic_gpu)
+        except Exception as error:
+            failed = failed or explain(error, kernel, "cuda", None)
+            continue
+        if failed is not None:
+            what = "this kernel" if kernel else "the program's kernels"
+            used = "Mosaic GPU" if "mosaic_gpu" in export.backends else "Triton"
+            note = (
+                f"JAX's default GPU backend could not take {what} ({failed.message}); "
+                f"compiled with the {used} backend."
+            )
+            export = dataclasses.replace(export, notices=(*export.notices, note))
+        return export, failed
+    return None, failed
 
 
 # ---------------------------------------------------------------------------
