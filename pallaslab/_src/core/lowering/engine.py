@@ -437,22 +437,28 @@ class Lowerer:
 
         return self._share(("gpu-export", kernel.index, chip), make)
 
-    def _program_gpu_export(self, chip: str) -> jax_adapter.GpuExport | None:
-        """The whole program exported for CUDA as lowered for `chip` (None: it cannot be)."""
+    def _program_gpu_export(self, chip: str, kernel: Kernel) -> jax_adapter.GpuExport | None:
+        """The whole program exported for CUDA as lowered for `chip` (None: it cannot be).
+
+        A Mosaic GPU kernel (`plgpu.kernel`, `plgpu.CompilerParams`) lowers only with
+        Mosaic GPU, whatever JAX's default: for one, that backend is tried first.
+        """
+        mosaic = kernel.kind == "plgpu.kernel" or kernel.backend == "mosaic_gpu"
+        choices: tuple[bool | None, ...] = (True, None, False) if mosaic else (None, True, False)
 
         def make() -> jax_adapter.GpuExport | None:
             program = self._program
             if program.flat_fn is None:
                 return None
             args = [jax.ShapeDtypeStruct(jax.numpy.shape(a), a.dtype) for a in program.example_args]
-            return _export_for_chip(program.flat_fn, args, chip, (None, True, False), None)[0]
+            return _export_for_chip(program.flat_fn, args, chip, choices, None)[0]
 
-        return self._share(("gpu-program-export", chip), make)
+        return self._share(("gpu-program-export", chip, choices), make)
 
     def _xla_gpu(self, target: Target, kernel: Kernel) -> Lowered:
         chip = target.arch
         xla_gpu.prepare()  # the worker imports JAX while this process exports
-        program_export = self._program_gpu_export(chip)
+        program_export = self._program_gpu_export(chip, kernel)
         program_key = ("xla-gpu-program", chip)
         # A program of just this kernel compiles once: its compile is the kernel's.
         alone = not (
