@@ -493,6 +493,8 @@ def test_triton_matmul_for_a100_uses_mma_sync(seed):
     tiles = (64 * 32 + 32 * 64) * 2
     assert 2 * tiles <= resources.shared_bytes <= 3 * tiles
     assert any("strips source locations" in note for note in lowered.notes)
+    # The SASS is that of the cubin XLA's own ptxas run made (kept, not rebuilt).
+    assert not any("cubin was not kept" in note for note in lowered.notes)
 
 
 @needs_gpu_compile

@@ -34,9 +34,37 @@ TIMEOUT_SECONDS = 300
 _NVDISASM = """#!/bin/sh
 # pallaslab: keep the cubin Mosaic GPU asks to disassemble (its own dump is not needed).
 for arg in "$@"; do
-  case "$arg" in *.bin) cp "$arg" "$PALLASLAB_CUBIN_DIR/$$.cubin" ;; esac
+  case "$arg" in *.bin) cp "$arg" "$PALLASLAB_CUBIN_DIR/mosaic-$$.cubin" ;; esac
 done
 """
+# XLA assembles its PTX (fusions, Triton kernels) with `$CUDA_ROOT/bin/ptxas` when told
+# not to use the library build of ptxas (the same release): this one runs it with `-v`
+# and keeps the cubin and the report, so XLA's code is not assembled a second time.
+_PTXAS = """#!/bin/sh
+# pallaslab: run ptxas for XLA, keeping its cubin and its -v report.
+case " $* " in *" --version "*) exec {real} "$@" ;; esac
+out=""
+previous=""
+for arg in "$@"; do
+  [ "$previous" = "-o" ] && out="$arg"
+  previous="$arg"
+done
+log="$PALLASLAB_CUBIN_DIR/xla-$$.ptxas"
+{real} "$@" -v > "$log" 2>&1
+code=$?
+if [ $code -ne 0 ]; then cat "$log" >&2; exit $code; fi
+[ -n "$out" ] && [ -f "$out" ] && cp "$out" "$PALLASLAB_CUBIN_DIR/xla-$$.cubin"
+exit 0
+"""
+
+
+def _quoted(path: str) -> str:
+    return "'" + path.replace("'", "'\\''") + "'"
+
+
+def _script(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,12 +99,15 @@ class XlaModule:
         ptx: XLA's PTX.
         ptxas: ptxas' `-v` report.
         sass: The SASS of the assembled module.
+        sass_from: "captured" (the cubin XLA's own ptxas run made) or "ptxas" (XLA's
+            PTX assembled here).
     """
 
     file: str
     ptx: str
     ptxas: str
     sass: str
+    sass_from: str = "ptxas"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,14 +151,12 @@ class XlaGpuCompile:
 
 
 def _cuda_root(root: Path, chain: gpu_toolchain.Toolchain) -> Path:
-    """A CUDA folder of links to the tools found (and the cubin-keeping nvdisasm)."""
+    """A CUDA folder for the worker: libdevice, and ptxas and nvdisasm that keep cubins."""
     cuda = root / "cuda"
     (cuda / "bin").mkdir(parents=True)
     (cuda / "nvvm" / "libdevice").mkdir(parents=True)
-    (cuda / "bin" / "ptxas").symlink_to(chain.ptxas)
-    nvdisasm = cuda / "bin" / "nvdisasm"
-    nvdisasm.write_text(_NVDISASM, encoding="utf-8")
-    nvdisasm.chmod(nvdisasm.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    _script(cuda / "bin" / "ptxas", _PTXAS.format(real=_quoted(chain.ptxas)))
+    _script(cuda / "bin" / "nvdisasm", _NVDISASM)
     (cuda / "nvvm" / "libdevice" / "libdevice.10.bc").symlink_to(chain.libdevice)
     return cuda
 
@@ -272,7 +301,7 @@ def _compile(
         "config": gpu_target_config.description(chip),
         "jobs": jobs,
         "cubin_dir": str(root / "cubins"),
-        "tools": {"ptxas": str(worker.cuda / "bin" / "ptxas"), "nvdisasm": chain.nvdisasm},
+        "tools": {"ptxas": chain.ptxas, "nvdisasm": chain.nvdisasm},
         "result": str(root / "result.json"),
         "on_device": on_device,
     }
@@ -323,6 +352,7 @@ def _job(job: dict[str, Any]) -> CompiledJob:
                 ptx=str(m["ptx"]),
                 ptxas=str(m["ptxas"]),
                 sass=str(m["sass"]),
+                sass_from=str(m.get("sass_from", "ptxas")),
             )
             for m in job.get("modules", [])
         ),

@@ -99,6 +99,8 @@ def build(
         ]
     else:
         resources, arch, name = _xla_resources(job, kernel, gpu)
+        if any(m.sass_from != "captured" for m in job.modules):
+            notes.append("XLA's cubin was not kept: this SASS is ptxas' on XLA's PTX.")
         # The kernel's own function: the modules also hold what XLA fused around it.
         sass = "\n".join(xla_gpu.sass_function(m.sass, name) for m in job.modules if name in m.sass)
         ptx = "\n".join(xla_gpu.ptx_function(m.ptx, name) for m in job.modules if name in m.ptx)

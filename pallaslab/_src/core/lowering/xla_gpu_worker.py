@@ -18,7 +18,7 @@ Mosaic GPU compiles its kernels when XLA instantiates the custom call and runs
 `$MOSAIC_GPU_CUDA_ROOT/bin/nvdisasm` on the cubin it built when asked for SASS;
 the parent puts a small stand-in there that keeps that cubin (`PALLASLAB_CUBIN_DIR`),
 so the SASS shown is that of the very binary Mosaic made. XLA does not dump its
-cubins: its PTX goes through ptxas here.
+cubins either: it is told to run `$CUDA_ROOT/bin/ptxas`, a stand-in that keeps them.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 TOOL_TIMEOUT = 120
+# XLA's option to assemble PTX with the ptxas library (False: with `$CUDA_ROOT/bin/ptxas`).
+_PTXAS_SUBPROCESS = "xla_gpu_enable_libnvptxcompiler"
 
 
 def _read(path: Path) -> str:
@@ -178,21 +180,35 @@ def _mosaic_kernels(
     return kernels
 
 
-def _xla_modules(folder: Path, tools: dict[str, str]) -> list[dict[str, Any]]:
-    """XLA's own PTX modules (its fusions, Triton kernels), assembled and disassembled."""
+def _xla_modules(folder: Path, cubins: list[Path], tools: dict[str, str]) -> list[dict[str, Any]]:
+    """XLA's own PTX modules (its fusions, Triton kernels), with their cubins' SASS.
+
+    The cubins XLA's own ptxas run made are used when they were kept (`xla-*.cubin`
+    beside its report); a module without one is assembled here.
+    """
+    captured: dict[frozenset[str], tuple[str, str]] = {}  # functions -> (SASS, report)
+    for kept in cubins:
+        listing = _disassemble(kept, tools)
+        log = kept.with_suffix(".ptxas")
+        captured[frozenset(_SASS_FUNCTION.findall(listing))] = (
+            listing,
+            _read(log) if log.exists() else "",
+        )
     modules = []
     for ptx_path in sorted(folder.glob("*.ptx")):
         ptx = _read(ptx_path)
-        if not _ENTRY.search(ptx):
+        entries = frozenset(_ENTRY.findall(ptx))
+        if not entries:
             continue
-        cubin, report = _assemble(ptx_path, tools)
+        found = next((v for k, v in captured.items() if entries <= k), None)
+        origin = "captured"
+        if found is None:
+            origin = "ptxas"
+            assembled, report = _assemble(ptx_path, tools)
+            found = (_disassemble(assembled, tools) if assembled else "", report)
+        sass, report = found
         modules.append(
-            {
-                "file": ptx_path.name,
-                "ptx": ptx,
-                "ptxas": report,
-                "sass": _disassemble(cubin, tools) if cubin else "",
-            }
+            {"file": ptx_path.name, "ptx": ptx, "ptxas": report, "sass": sass, "sass_from": origin}
         )
     return modules
 
@@ -217,6 +233,10 @@ def compile_job(
     started = time.perf_counter()
     sharding = jax.sharding.SingleDeviceSharding(device)
     result: dict[str, Any] = {}
+    options: dict[str, Any] = {"xla_dump_to": str(xla_dump), "xla_dump_hlo_as_text": True}
+    # XLA then assembles with `$CUDA_ROOT/bin/ptxas` (same release as its library build),
+    # which keeps the cubin: nothing is assembled twice. Dropped if this XLA lacks it.
+    options[_PTXAS_SUBPROCESS] = False
     try:
         with jax.default_device(device):
             lowered = (
@@ -224,9 +244,13 @@ def compile_job(
                 .trace(*exported.in_avals)
                 .lower()
             )
-            compiled = lowered.compile(
-                compiler_options={"xla_dump_to": str(xla_dump), "xla_dump_hlo_as_text": True}
-            )
+            try:
+                compiled = lowered.compile(compiler_options=options)
+            except Exception as error:
+                if f"No such compile option: '{_PTXAS_SUBPROCESS}'" not in str(error):
+                    raise
+                del options[_PTXAS_SUBPROCESS]
+                compiled = lowered.compile(compiler_options=options)
     except Exception as error:
         result["error"] = f"{type(error).__name__}: {error}"
         result["seconds"] = time.perf_counter() - started
@@ -237,8 +261,10 @@ def compile_job(
     if job.get("artifacts", True):
         started = time.perf_counter()
         cubins = sorted(set(cubin_dir.glob("*.cubin")) - before)
-        result["mosaic"] = _mosaic_kernels(mosaic_dump, cubins, tools)
-        result["modules"] = _xla_modules(xla_dump, tools)
+        mosaic = [c for c in cubins if c.name.startswith("mosaic-")]
+        xla = [c for c in cubins if c.name.startswith("xla-")]
+        result["mosaic"] = _mosaic_kernels(mosaic_dump, mosaic, tools)
+        result["modules"] = _xla_modules(xla_dump, xla, tools)
         result["tool_seconds"] = time.perf_counter() - started
     return result
 
