@@ -219,9 +219,18 @@ def _first(folder: Path, pattern: str) -> str:
 
 
 def compile_job(
-    job: dict[str, Any], device: Any, tools: dict[str, str], cubin_dir: Path
+    job: dict[str, Any],
+    device: Any,
+    tools: dict[str, str],
+    cubin_dir: Path,
+    *,
+    keep_cubins: bool = True,
 ) -> dict[str, Any]:
-    """Compiles one exported function; returns what XLA and Mosaic GPU made of it."""
+    """Compiles one exported function; returns what XLA and Mosaic GPU made of it.
+
+    `keep_cubins` has XLA assemble with the ptxas stand-in that keeps its cubins (a
+    compile on a real GPU keeps XLA's defaults instead, to compare with them).
+    """
     import jax  # noqa: PLC0415
 
     exported = pickle.loads(Path(job["exported"]).read_bytes())
@@ -236,7 +245,8 @@ def compile_job(
     options: dict[str, Any] = {"xla_dump_to": str(xla_dump), "xla_dump_hlo_as_text": True}
     # XLA then assembles with `$CUDA_ROOT/bin/ptxas` (same release as its library build),
     # which keeps the cubin: nothing is assembled twice. Dropped if this XLA lacks it.
-    options[_PTXAS_SUBPROCESS] = False
+    if keep_cubins:
+        options[_PTXAS_SUBPROCESS] = False
     try:
         with jax.default_device(device):
             lowered = (
@@ -247,7 +257,8 @@ def compile_job(
             try:
                 compiled = lowered.compile(compiler_options=options)
             except Exception as error:
-                if f"No such compile option: '{_PTXAS_SUBPROCESS}'" not in str(error):
+                unknown = f"No such compile option: '{_PTXAS_SUBPROCESS}'" in str(error)
+                if not keep_cubins or not unknown:
                     raise
                 del options[_PTXAS_SUBPROCESS]
                 compiled = lowered.compile(compiler_options=options)
@@ -292,7 +303,9 @@ def compile_request(request: dict[str, Any]) -> dict[str, Any]:
     }
     cubin_dir = Path(request["cubin_dir"])
     for job in request["jobs"]:
-        result["jobs"][job["name"]] = compile_job(job, device, request["tools"], cubin_dir)
+        result["jobs"][job["name"]] = compile_job(
+            job, device, request["tools"], cubin_dir, keep_cubins=not request.get("on_device")
+        )
     result["seconds"] = time.perf_counter() - started
     del jax
     return result
