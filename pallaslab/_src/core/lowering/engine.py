@@ -492,7 +492,7 @@ class Lowerer:
             compiled.jobs.get("kernel" if alone else "program"),
             kernel_export,
             program_job if isinstance(program_job, xla_gpu.CompiledJob) else None,
-            jax_version=jax.__version__,
+            jax_version=f"jax {jax.__version__}",
             alone=alone,
         )
         if isinstance(built, LoweringError):
