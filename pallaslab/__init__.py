@@ -27,6 +27,8 @@ from pallaslab._src.core.emulator import EmulationNotice as EmulationNotice
 from pallaslab._src.core.emulator import emulate as emulate
 from pallaslab._src.core.hints import hints as hints
 from pallaslab._src.core.inspection import Inspection as Inspection
+from pallaslab._src.core.lowering.compare import LoweringComparison as LoweringComparison
+from pallaslab._src.core.lowering.compare import compare_lowered as compare_lowered
 from pallaslab._src.core.tracing import inspect as inspect
 from pallaslab._src.course import Feedback as Feedback
 from pallaslab._src.course import exercise as exercise

@@ -25,9 +25,27 @@ fi
 
 # $1: the extras to install, e.g. "triton" or "triton,test".
 install_pallaslab() {
-  echo "==> installing pallaslab[$1] into $VENV"
+  local extras="$1"
+  # gpu-compile brings JAX's CUDA 12 plugin; a JAX set up with the CUDA 13 plugin keeps
+  # its own (two CUDA plugins cannot live in one environment): then only NVIDIA's tools.
+  if [[ ",$extras," == *",gpu-compile,"* ]] && "$VENV/bin/python" -c \
+      'import importlib.util, sys; sys.exit(importlib.util.find_spec("jax_cuda13_plugin") is None)' \
+      2>/dev/null; then
+    extras="${extras//gpu-compile/}"
+    extras="${extras//,,/,}"
+    extras="${extras#,}"
+    extras="${extras%,}"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --progress-bar off \
+      nvidia-cuda-nvcc nvidia-cuda-nvdisasm nvidia-cuda-runtime
+  fi
+  echo "==> installing pallaslab[$extras] into $VENV"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --progress-bar off -e "$ROOT[$1]"
+    --progress-bar off -e "$ROOT[$extras]"
+}
+
+# Says what XLA's GPU compile (xla-gpu targets) still lacks, if anything.
+check_gpu_compile() {
+  "$VENV/bin/python" -c 'from pallaslab._src import gpu_toolchain as t; p = t.problem(); print(p or "xla-gpu targets: ready"); raise SystemExit(1 if p else 0)'
 }
 
 export PATH="$VENV/bin:$PATH"

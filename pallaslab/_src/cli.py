@@ -2,6 +2,7 @@
 
     pallaslab lower kernels.py:matmul --target ptx:sm_90 --args "bf16[1024,1024],bf16[1024,1024]"
     pallaslab hints kernels.py:matmul --args "bf16[1024,1024],bf16[1024,1024]" --chip H100
+    pallaslab lower kernels.py:matmul --target xla-gpu:H100 --stage sass --args "..."
     pallaslab targets
 
 `lower` runs FILE.py as a module, traces FUNC on the arguments `--args` describes
@@ -360,7 +361,10 @@ def parser() -> argparse.ArgumentParser:
     lower.add_argument(
         "--target", "-t", default="stablehlo", help="e.g. ptx:sm_90, mosaic-tpu:v5e (see targets)"
     )
-    lower.add_argument("--stage", help="an intermediate stage (tpu-compile), or 'list'")
+    lower.add_argument(
+        "--stage",
+        help="a stage (tpu-compile, xla-gpu: ptx, sass, ptxas, hlo, Mosaic GPU passes), or 'list'",
+    )
     lower.add_argument("--map", action="store_true", help="prefix lines with their source lines")
     lower.add_argument("--raw", action="store_true", help="the text as the compiler printed it")
     lower.add_argument("--resources", action="store_true", help="print the resources instead")

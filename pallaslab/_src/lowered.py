@@ -245,12 +245,17 @@ class Lowered:
     def stage(self, name: str) -> Stage:
         """The intermediate text named `name` (a substring is enough).
 
+        The main text answers to its language's name too (`stage("sass")` of an
+        `xla-gpu` lowering, whose main text is SASS).
+
         Raises:
             KeyError: Naming the stages, when none matches.
         """
         for stage in self.stages:
             if stage.name == name:
                 return stage
+        if self.stages and name == self.language:
+            return Stage(name, self.text, self.language, self.source_map)
         for stage in self.stages:
             if name in stage.name:
                 return stage

@@ -38,6 +38,7 @@ TARGETS = (
     "sass",
     "mosaic-tpu",
     "tpu-compile",
+    "xla-gpu",
 )
 
 #: TPU generations a target can be lowered for, from the hardware table.

@@ -2,7 +2,8 @@
 
 `stablehlo[:cuda|:tpu]` (the whole program), `mosaic-gpu`, `triton` (TTIR) and the
 Triton compiler's stages `ttgir|llir|ptx|sass:sm_XX`, `mosaic-tpu:<chip>` and
-`tpu-compile:<chip>` (a real libtpu compile, compile-only).
+`tpu-compile:<chip>` (a real libtpu compile, compile-only), `xla-gpu:<chip>` (XLA's
+real GPU compile with JAX's CUDA plugin, compile-only).
 """
 
 from __future__ import annotations
@@ -12,11 +13,23 @@ import difflib
 import functools
 import importlib.util
 
+from pallaslab._src import gpu_target_config, gpu_toolchain
+
 GPU_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 TRITON_STAGES = ("ttgir", "llir", "ptx", "sass")
 TPU_CHIPS = ("v4", "v5e", "v5p", "v6e", "7x")
+XLA_GPU_CHIPS = gpu_target_config.CHIPS
 DEFAULT_GPU_ARCH = "sm_90"
 DEFAULT_TPU_CHIP = "v5e"
+DEFAULT_GPU_CHIP = "H100"
+# Architectures people type for a chip (`xla-gpu:sm_90`): the first chip of each.
+_CHIP_OF_ARCH = {
+    "sm_80": "A100",
+    "sm_90": "H100",
+    "sm_90a": "H100",
+    "sm_100": "B200",
+    "sm_100a": "B200",
+}
 
 _STAGE_LANGUAGE = {"ttgir": "mlir", "llir": "llvm", "ptx": "ptx", "sass": "sass"}
 _STAGE_TITLE = {
@@ -33,10 +46,11 @@ class Target:
 
     Attributes:
         name: Its canonical name ("ptx:sm_90").
-        kind: "stablehlo", "mosaic-gpu", "triton", "mosaic-tpu" or "tpu-compile".
+        kind: "stablehlo", "mosaic-gpu", "triton", "mosaic-tpu", "tpu-compile" or
+            "xla-gpu".
         stage: For Triton: "ttir", "ttgir", "llir", "ptx" or "sass".
-        arch: "sm_90" for GPU stages, the chip for TPU ones, the platform for
-            StableHLO ("" for the platform at hand).
+        arch: "sm_90" for GPU stages, the chip for TPU and XLA GPU ones ("v5e",
+            "H100"), the platform for StableHLO ("" for the platform at hand).
         language: The text's language.
         title: A short human title ("PTX for sm_90").
     """
@@ -93,6 +107,10 @@ def all_targets() -> tuple[Target, ...]:
         )
         for chip in TPU_CHIPS
     ]
+    found += [
+        Target(f"xla-gpu:{chip}", "xla-gpu", "", chip, "sass", f"{chip} SASS (XLA's compile)")
+        for chip in XLA_GPU_CHIPS
+    ]
     return tuple(found)
 
 
@@ -117,6 +135,7 @@ _ALIASES = {
     "mgpu": "mosaic-gpu",
     "mosaic_gpu": "mosaic-gpu",
     "hlo": "stablehlo",
+    "xla-gpu": f"xla-gpu:{DEFAULT_GPU_CHIP}",
     **{stage: f"{stage}:{DEFAULT_GPU_ARCH}" for stage in TRITON_STAGES},
 }
 
@@ -128,22 +147,27 @@ def parse_target(name: str) -> Target:
         ValueError: Naming the closest targets, when there is no such target.
     """
     wanted = name.strip().lower()
-    wanted = _ALIASES.get(wanted, wanted)
+    wanted = _ALIASES.get(wanted, wanted).lower()
     if ":" in wanted:  # sm90 -> sm_90, v5litepod -> v5e
         head, arch = wanted.split(":", 1)
         if arch.startswith("sm") and not arch.startswith("sm_"):
             arch = "sm_" + arch[2:]
         arch = {"v5lite": "v5e", "v5litepod": "v5e", "v6lite": "v6e", "tpu7x": "7x"}.get(arch, arch)
-        wanted = f"{head}:{arch}"
+        if head == "xla-gpu":
+            arch = _CHIP_OF_ARCH.get(arch, arch)
+        wanted = f"{head}:{arch}".lower()
     for target in all_targets():
-        if target.name == wanted:
+        if target.name.lower() == wanted:
             return target
-    close = difflib.get_close_matches(wanted, targets(), n=3, cutoff=0.5)
+    by_lower = {t.lower(): t for t in targets()}
+    matches = difflib.get_close_matches(wanted, list(by_lower), n=3, cutoff=0.5)
+    close = [by_lower[match] for match in matches]
     hint = f" Did you mean {', '.join(close)}?" if close else ""
     raise ValueError(
         f"unknown target {name!r}.{hint} Targets: stablehlo[:cuda|:tpu], mosaic-gpu, triton, "
         f"{{ttgir,llir,ptx,sass}}:{{{','.join(GPU_ARCHS)}}}, "
-        f"mosaic-tpu:{{{','.join(TPU_CHIPS)}}}, tpu-compile:{{{','.join(TPU_CHIPS)}}}."
+        f"mosaic-tpu:{{{','.join(TPU_CHIPS)}}}, tpu-compile:{{{','.join(TPU_CHIPS)}}}, "
+        f"xla-gpu:{{{','.join(XLA_GPU_CHIPS)}}}."
     )
 
 
@@ -160,4 +184,6 @@ def unavailable_reason(target: Target) -> str | None:
             "A TPU compile needs libtpu (Linux): pip install 'pallaslab[tpu]'. "
             f"The Mosaic module (target 'mosaic-tpu:{target.arch}') needs nothing."
         )
+    if target.kind == "xla-gpu":
+        return gpu_toolchain.problem()
     return None

@@ -261,7 +261,8 @@ class Inspection:
         Args:
             target: "stablehlo[:cuda|:tpu]" (the whole program), "mosaic-gpu",
                 "triton", "ttgir|llir|ptx|sass:sm_90" (any of sm_80 ... sm_120),
-                "mosaic-tpu:v5e" or "tpu-compile:v5e" (v4, v5e, v5p, v6e, 7x).
+                "mosaic-tpu:v5e" or "tpu-compile:v5e" (v4, v5e, v5p, v6e, 7x),
+                "xla-gpu:H100" (A100, H100, H200, B200: XLA's own compile).
             kernel: The kernel's name or index (default: the first kernel).
 
         Returns:

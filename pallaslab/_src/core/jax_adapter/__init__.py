@@ -14,6 +14,7 @@ touches), `work` (arithmetic counted from a body), `dots` (a body's matrix
 products), `outputs` (which kernel writes each
 program output), `gpu_timing` (kernel times on GPU).
 `lowering` (lowering one kernel for GPU/TPU, reading the kernel out of the module).
+`gpu_export` (a kernel or program exported for CUDA as lowered for one GPU chip).
 `emulation` (a pallas_call's body, blocks and padding, for the emulator).
 `chips` (the TPU chip Pallas' lookups answer for, while tracing and lowering).
 """
@@ -52,6 +53,8 @@ from pallaslab._src.core.jax_adapter.execution import site_function as site_func
 from pallaslab._src.core.jax_adapter.execution import (
     site_prefetch_offset as site_prefetch_offset,
 )
+from pallaslab._src.core.jax_adapter.gpu_export import GpuExport as GpuExport
+from pallaslab._src.core.jax_adapter.gpu_export import export_for_gpu as export_for_gpu
 from pallaslab._src.core.jax_adapter.gpu_timing import kernel_timer_notice as kernel_timer_notice
 from pallaslab._src.core.jax_adapter.gpu_timing import kernel_times as kernel_times
 from pallaslab._src.core.jax_adapter.indexmaps import (

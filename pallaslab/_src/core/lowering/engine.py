@@ -9,6 +9,7 @@ a Triton compile for one architecture, a TPU export) are shared between targets.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import time
@@ -18,9 +19,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
 
-from pallaslab._src import hardware, sources
+from pallaslab._src import gpu_target_config, hardware, sources
 from pallaslab._src.core import chips, jax_adapter
-from pallaslab._src.core.lowering import sourcemap, tpu_compile, tpu_rules, triton_build
+from pallaslab._src.core.lowering import (
+    sourcemap,
+    tpu_compile,
+    tpu_rules,
+    triton_build,
+    xla_gpu,
+    xla_gpu_lowering,
+)
 from pallaslab._src.core.lowering.occupancy import occupancy
 from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, Stage, TpuResources
 from pallaslab._src.records import Kernel, SourceLocation
@@ -33,9 +41,8 @@ T = TypeVar("T")
 
 TRITON_NOTE = "XLA's built-in Triton may differ in detail."
 MOSAIC_GPU_NOTE = (
-    "PTX and SASS of Mosaic GPU kernels are out of reach on a CPU-only machine: the "
-    "passes that take this module to PTX (and ptxas) live in the CUDA plugin "
-    "(jax-cuda*-plugin), not in jaxlib."
+    "The passes that take this module to PTX and SASS live in JAX's CUDA plugin, not "
+    "in jaxlib: the xla-gpu:<chip> targets run them (pallaslab[gpu-compile])."
 )
 
 
@@ -144,6 +151,8 @@ class Lowerer:
             return self._mosaic_tpu(target, kernel)
         if target.kind == "tpu-compile":
             return self._tpu_compile(target, kernel)
+        if target.kind == "xla-gpu":
+            return self._xla_gpu(target, kernel)
         raise LoweringFailedError(LoweringError(f"no lowering for {target.name}", kind="usage"))
 
     def _header(self, target: Target, kernel: Kernel | None) -> str:
@@ -175,6 +184,8 @@ class Lowerer:
                 f"Mosaic TPU module of {what} for TPU {target.arch}: {jax_version} Pallas "
                 "Mosaic lowering (before Mosaic's own passes)."
             )
+        if target.kind == "xla-gpu":
+            return xla_gpu_lowering.header(target, what, jax_version)
         return (
             f"Final VLIW bundles of {what} for TPU {target.arch}: libtpu "
             f"{tpu_compile.libtpu_version()} compile-only, on the {jax_version} Mosaic "
@@ -421,6 +432,96 @@ class Lowerer:
             header=header,
         )
 
+    def _gpu_export(self, kernel: Kernel, chip: str) -> jax_adapter.GpuExport:
+        """The kernel alone, exported for CUDA as lowered for `chip` (Pallas' errors first).
+
+        Its compiler params pick the backend (`plgpu.kernel` is Mosaic GPU whatever
+        `jax_pallas_use_mosaic_gpu` says); without params JAX's default goes first.
+        """
+
+        def make() -> jax_adapter.GpuExport:
+            site = self._program.sites[kernel.index]
+            choices: tuple[bool | None, ...] = (None, True, False)
+            if kernel.kind == "plgpu.kernel" or kernel.backend == "mosaic_gpu":
+                choices = (True,)
+            elif kernel.backend == "triton":
+                choices = (False,)
+            export, failed = _export_for_chip(
+                jax_adapter.kernel_function(site),
+                jax_adapter.kernel_avals(site),
+                chip,
+                choices,
+                kernel,
+            )
+            if export is None:
+                assert failed is not None
+                raise LoweringFailedError(failed)
+            return export
+
+        return self._share(("gpu-export", kernel.index, chip), make)
+
+    def _program_gpu_export(self, chip: str, kernel: Kernel) -> jax_adapter.GpuExport | None:
+        """The whole program exported for CUDA as lowered for `chip` (None: it cannot be).
+
+        A Mosaic GPU kernel (`plgpu.kernel`, `plgpu.CompilerParams`) lowers only with
+        Mosaic GPU, whatever JAX's default: for one, that backend is tried first.
+        """
+        mosaic = kernel.kind == "plgpu.kernel" or kernel.backend == "mosaic_gpu"
+        choices: tuple[bool | None, ...] = (True, None, False) if mosaic else (None, True, False)
+
+        def make() -> jax_adapter.GpuExport | None:
+            program = self._program
+            if program.flat_fn is None:
+                return None
+            args = [jax.ShapeDtypeStruct(jax.numpy.shape(a), a.dtype) for a in program.example_args]
+            return _export_for_chip(program.flat_fn, args, chip, choices, None)[0]
+
+        return self._share(("gpu-program-export", chip, choices), make)
+
+    def _xla_gpu(self, target: Target, kernel: Kernel) -> Lowered:
+        chip = target.arch
+        xla_gpu.prepare()  # the worker imports JAX while this process exports
+        program_export = self._program_gpu_export(chip, kernel)
+        program_key = ("xla-gpu-program", chip)
+        # A program of just this kernel compiles once: its compile is the kernel's.
+        alone = not (
+            program_export is not None
+            and program_export.kernels == 1
+            and len(self._program.sites) == 1
+        )
+        kernel_export = self._gpu_export(kernel, chip) if alone else program_export
+        assert kernel_export is not None
+        if alone:
+            exports = {"kernel": kernel_export.pickled}
+            if program_export is not None and program_key not in self._shared:
+                exports["program"] = program_export.pickled  # once per chip
+        else:
+            assert program_export is not None
+            exports = {"program": program_export.pickled}
+        compiled = xla_gpu.compile_exports(chip, exports, ("kernel",) if alone else ("program",))
+        if compiled.error:
+            kind = "unavailable" if "pip install" in compiled.error else "compile"
+            raise LoweringFailedError(
+                LoweringError(
+                    _first_lines(compiled.error), kernel.source, detail=compiled.error, kind=kind
+                )
+            )
+        if "program" in compiled.jobs:
+            self._shared[program_key] = compiled.jobs["program"]
+        program_job = self._shared.get(program_key)
+        built = xla_gpu_lowering.build(
+            target,
+            kernel,
+            compiled.jobs.get("kernel" if alone else "program"),
+            kernel_export,
+            program_job if isinstance(program_job, xla_gpu.CompiledJob) else None,
+            jax_version=f"jax {jax.__version__}",
+            alone=alone,
+        )
+        if isinstance(built, LoweringError):
+            raise LoweringFailedError(built)
+        return built
+
     # -- the whole program ---------------------------------------------------------
 
     def _stablehlo(self, target: Target) -> Lowered:
@@ -472,6 +573,40 @@ class Lowerer:
         return self._finish(target, None, raw, notes=notes)
 
 
+def _export_for_chip(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    chip: str,
+    choices: tuple[bool | None, ...],
+    kernel: Kernel | None,
+) -> tuple[jax_adapter.GpuExport | None, LoweringError | None]:
+    """`fn` exported for `chip` with the first GPU backend choice that takes it.
+
+    `choices` are values of `jax_pallas_use_mosaic_gpu` (None: JAX's default). When the
+    first fails and another works, the export says why in a notice. Returns the export
+    (None when no choice works) and the first failure, explained.
+    """
+    capability = gpu_target_config.compute_capability(chip)
+    kind = gpu_target_config.device_kind(chip)
+    failed = None
+    for mosaic_gpu in choices:
+        try:
+            export = jax_adapter.export_for_gpu(fn, args, capability, kind, mosaic_gpu=mosaic_gpu)
+        except Exception as error:
+            failed = failed or explain(error, kernel, "cuda", None)
+            continue
+        if failed is not None:
+            what = "this kernel" if kernel else "the program's kernels"
+            used = "Mosaic GPU" if "mosaic_gpu" in export.backends else "Triton"
+            note = (
+                f"JAX's default GPU backend could not take {what} ({failed.message}); "
+                f"compiled with the {used} backend."
+            )
+            export = dataclasses.replace(export, notices=(*export.notices, note))
+        return export, failed
+    return None, failed
+
+
 # ---------------------------------------------------------------------------
 # Resources.
 
@@ -481,7 +616,7 @@ def gpu_resources(build: triton_build.TritonBuild) -> GpuResources:
     figures = triton_build.ptxas_figures(build.ptxas_log)
     usage = build.resource_usage
     registers = figures.get("registers", usage.get("REG"))
-    shared = build.shared_bytes + usage.get("SHARED", 0)
+    shared = build.shared_bytes + figures.get("static_shared", usage.get("SHARED", 0))
     occupancies = tuple(
         occupancy(
             gpu,
@@ -618,8 +753,6 @@ def _kernel_file(kernel: Kernel | None) -> str:
 
 
 def _with_seconds(lowered: Lowered, seconds: float) -> Lowered:
-    import dataclasses  # noqa: PLC0415
-
     return dataclasses.replace(lowered, seconds=seconds)
 
 
@@ -640,7 +773,12 @@ def lowerer_for(program: Program) -> Lowerer:
 
 
 # Targets that take a mesh kernel, by the backend of its mesh.
-_MESH_TARGETS = {"mosaic_gpu": ("mosaic-gpu",), "mosaic_tpu": ("mosaic-tpu", "tpu-compile")}
+_MESH_TARGETS = {
+    "mosaic_gpu": ("mosaic-gpu", "xla-gpu"),
+    "mosaic_tpu": ("mosaic-tpu", "tpu-compile"),
+}
+# Targets that take a chip after a colon.
+_CHIP_TARGETS = ("xla-gpu",)
 
 
 def _check_mesh_target(kernel: Kernel, target: Target) -> None:
@@ -649,7 +787,7 @@ def _check_mesh_target(kernel: Kernel, target: Target) -> None:
     if allowed is None or target.kind in allowed:
         return
     what = "a Mosaic GPU kernel" if kernel.backend == "mosaic_gpu" else "a TPU kernel"
-    names = " and ".join(f"'{t}'" for t in allowed)
+    names = " and ".join(f"'{t}:<chip>'" if t in _CHIP_TARGETS else f"'{t}'" for t in allowed)
     plural = "targets take" if len(allowed) > 1 else "target takes"
     raise LoweringFailedError(
         LoweringError(

@@ -61,6 +61,7 @@ def _matching_paren(text: str, open_pos: int) -> int:
 
 # A string literal (skipped whole) or the start of a location outside one.
 _STRING_OR_LOC = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![\w.#])loc\(')
+_TRAILING_ALIAS = re.compile(r"^(.*?[^\w.#])loc\((#loc\d*)\)\s*$")
 
 
 def split_locations(line: str) -> tuple[str, list[str]]:
@@ -70,6 +71,11 @@ def split_locations(line: str) -> tuple[str, list[str]]:
     """
     if "loc(" not in line:
         return line.rstrip(), []
+    if '"' not in line and line.count("loc(") == 1:
+        # The common case, fast: one trailing alias, `... loc(#loc12)`.
+        simple = _TRAILING_ALIAS.match(line)
+        if simple:
+            return simple.group(1).rstrip(), [simple.group(2)]
     pieces: list[str] = []
     found: list[str] = []
     start = pos = 0
@@ -220,9 +226,14 @@ _PTX_SECTION = re.compile(r"^\s*\.section\s+\.debug_")
 def ptx_text(ptx: str, default_file: str = "") -> tuple[str, SourceMap]:
     """PTX with line info -> (PTX without `.loc`/`.file`/debug sections, source map).
 
-    Every instruction after a `.loc` maps to its line until the next `.loc`.
+    Every instruction after a `.loc` maps to its line until the next `.loc`. `.file`
+    directives may come after the code that names them (LLVM puts them at the end).
     """
-    files: dict[int, str] = {}
+    files: dict[int, str] = {
+        int(match.group(1)): _unescape(match.group(2))
+        for match in map(_PTX_FILE.match, ptx.splitlines())
+        if match
+    }
     lines: list[str] = []
     source_map: list[tuple[int, str, int]] = []
     current: tuple[str, int] | None = None
@@ -238,9 +249,7 @@ def ptx_text(ptx: str, default_file: str = "") -> tuple[str, SourceMap]:
             if seen_brace and depth <= 0:
                 skipping = False
             continue
-        file_match = _PTX_FILE.match(line)
-        if file_match:
-            files[int(file_match.group(1))] = _unescape(file_match.group(2))
+        if _PTX_FILE.match(line):
             continue
         loc = _PTX_LOC.match(line)
         if loc:
@@ -289,7 +298,9 @@ def sass_text(sass: str, default_file: str = "") -> tuple[str, SourceMap]:
         stripped = line.strip()
         if current and stripped.startswith("/*") and "*/" in stripped:
             source_map.append((len(lines), *current))  # an instruction: /*0010*/ ...
-        elif stripped.startswith(("//---", ".L_x")):
+        elif stripped.startswith(("//---", ".section")):
+            # A new section (function). Labels (`.L_x_9:`) do not end a line's run:
+            # nvdisasm marks only where the source line changes, branch targets or not.
             current = None
     return "\n".join(lines), tuple(source_map)
 
@@ -405,14 +416,63 @@ def commented_locations_text(text: str, default_file: str = "") -> tuple[str, So
 _HLO_METADATA = re.compile(r'source_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
 
 
+_HLO_FRAME = re.compile(r"\bstack_frame_id=(\d+)")
+_HLO_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+_HLO_TABLE_ROW = re.compile(r"^(\d+) (.*)$")
+_HLO_FIELD = re.compile(r"(\w+)=(\d+)")
+
+
+def _hlo_frames(lines: list[str]) -> dict[int, tuple[str, int]]:
+    """Stack frame id -> (file, line) from an HLO module's location tables.
+
+    Newer XLA prints `FileNames`, `FileLocations` and `StackFrames` tables before the
+    computations, and instructions name a `stack_frame_id`; a frame's own location is
+    the innermost call, the user's line.
+    """
+    tables: dict[str, dict[int, str]] = {}
+    current: dict[int, str] | None = None
+    for line in lines:
+        if line in _HLO_TABLES:
+            current = tables.setdefault(line, {})
+            continue
+        row = _HLO_TABLE_ROW.match(line) if current is not None else None
+        if current is None or row is None:
+            current = None  # a table ends at its first line that is not a row
+            continue
+        current[int(row.group(1))] = row.group(2)
+    files = {k: _unescape(v.strip().strip('"')) for k, v in tables.get("FileNames", {}).items()}
+    locations = {}
+    for key, value in tables.get("FileLocations", {}).items():
+        fields = {name: int(number) for name, number in _HLO_FIELD.findall(value)}
+        file = files.get(fields.get("file_name_id", 0), "")
+        if file and fields.get("line", 0) > 0:
+            locations[key] = (file, fields["line"])
+    frames = {}
+    for key, value in tables.get("StackFrames", {}).items():
+        fields = {name: int(number) for name, number in _HLO_FIELD.findall(value)}
+        location = locations.get(fields.get("file_location_id", 0))
+        if location:
+            frames[key] = location
+    return frames
+
+
 def hlo_text(text: str) -> tuple[str, SourceMap]:
-    """HLO text: instructions whose metadata names a source line are mapped to it."""
+    """HLO text: instructions whose metadata names a source line are mapped to it.
+
+    Reads both forms XLA writes: `source_file=... source_line=...` in the metadata,
+    and `stack_frame_id=N` into the module's location tables.
+    """
     source_map = []
     lines = text.splitlines()
+    frames = _hlo_frames(lines) if "StackFrames" in text else {}
     for number, line in enumerate(lines, 1):
         match = _HLO_METADATA.search(line)
         if match:
             source_map.append((number, _unescape(match.group(1)), int(match.group(2))))
+            continue
+        frame = _HLO_FRAME.search(line) if frames else None
+        if frame and int(frame.group(1)) in frames:
+            source_map.append((number, *frames[int(frame.group(1))]))
     return text, tuple(source_map)
 
 

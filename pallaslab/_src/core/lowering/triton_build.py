@@ -200,13 +200,20 @@ def _parse_resource_usage(text: str) -> dict[str, int]:
 _PTXAS_REGISTERS = re.compile(r"Used (\d+) registers")
 _PTXAS_SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _PTXAS_STACK = re.compile(r"(\d+) bytes stack frame")
+_PTXAS_SHARED = re.compile(r"(\d+) bytes smem")
 
 
 def ptxas_figures(log: str) -> dict[str, int]:
-    """Registers, spill stores/loads and stack frame bytes from `ptxas -v` output."""
+    """Registers, spill stores/loads, stack frame and static shared memory from `ptxas -v`.
+
+    Static shared memory is 0 when ptxas reports registers but no `smem` (the figure
+    `cuobjdump` gives instead includes the 1 KiB sm_90+ reserves for the system).
+    """
     figures: dict[str, int] = {}
     if match := _PTXAS_REGISTERS.search(log):
         figures["registers"] = int(match.group(1))
+        shared = _PTXAS_SHARED.search(log)
+        figures["static_shared"] = int(shared.group(1)) if shared else 0
     if match := _PTXAS_SPILLS.search(log):
         figures["spill_stores"] = int(match.group(1))
         figures["spill_loads"] = int(match.group(2))

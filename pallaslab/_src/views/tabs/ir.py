@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pallaslab._src import messages, sources
 from pallaslab._src import targets as target_names
+from pallaslab._src.core.lowering import compare
 from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, TpuResources
 from pallaslab._src.records import Kernel
 from pallaslab._src.views import fmt
@@ -157,7 +158,7 @@ def summary(inspection: Inspection, lowered: Lowered, content: dict[str, Any]) -
         "kernel": lowered.kernel,
         "language": language,
         "header": lowered.header,
-        "notes": list(lowered.notes),
+        "notes": [*lowered.notes, *_comparison(inspection, lowered)],
         "seconds": round(lowered.seconds, 3),
         "error": _error(lowered.error),
         "resources": resources(lowered.resources),
@@ -166,6 +167,15 @@ def summary(inspection: Inspection, lowered: Lowered, content: dict[str, Any]) -
         "chunks": len(_chunks(text)),
         "mapped": len(source_map),
     }
+
+
+def _comparison(inspection: Inspection, lowered: Lowered) -> list[str]:
+    """One line on where the other compiler's build of this kernel differs, if there is one."""
+    other = compare.counterpart(lowered, inspection.lowerings())
+    if other is None:
+        return []
+    first, second = (other, lowered) if lowered.target.startswith("xla-gpu") else (lowered, other)
+    return ["Two compilers: " + compare.compare_lowered(first, second).summary]
 
 
 def chunk(
