@@ -14,6 +14,7 @@ touches), `work` (arithmetic counted from a body), `outputs` (which kernel write
 program output), `gpu_timing` (kernel times on GPU).
 `lowering` (lowering one kernel for GPU/TPU, reading the kernel out of the module).
 `emulation` (a pallas_call's body, blocks and padding, for the emulator).
+`shapes` (private shapes that moved between JAX versions, read one way).
 """
 
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
@@ -64,8 +65,12 @@ from pallaslab._src.core.jax_adapter.lowering import (
     lowering_error_primitive as lowering_error_primitive,
 )
 from pallaslab._src.core.jax_adapter.lowering import module_text as module_text
+from pallaslab._src.core.jax_adapter.lowering import (
+    mosaic_gpu_default_semantics as mosaic_gpu_default_semantics,
+)
 from pallaslab._src.core.jax_adapter.lowering import tpu_chip_known as tpu_chip_known
 from pallaslab._src.core.jax_adapter.outputs import output_writers as output_writers
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES as CALL_PRIMITIVES
 from pallaslab._src.core.jax_adapter.probes import MESH_KERNELS as MESH_KERNELS
 from pallaslab._src.core.jax_adapter.probes import feature_notice as feature_notice
+from pallaslab._src.core.jax_adapter.shapes import forget_kernel_traces as forget_kernel_traces

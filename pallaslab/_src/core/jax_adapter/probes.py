@@ -55,16 +55,21 @@ PALLAS_CALL = "pallas_call"
 # `plgpu.kernel` binds `mpmd_map` in jax 0.10; `pl.core_map` binds `core_map`.
 MESH_KERNELS = frozenset({"mpmd_map", "core_map"})
 # Call-like primitives: one body whose inputs and results are the equation's, one to
-# one, so analyses follow values straight into the body.
+# one, so analyses follow values straight into the body. `eval_jaxpr` replaces
+# `closed_call` / `call` on JAX's main branch (after 0.11.0); `jax.checkpoint` binds
+# `remat2` (0.10 and 0.11), `checkpoint` / `remat` in older JAX.
 CALL_PRIMITIVES = frozenset(
     {
         "pjit",
         "jit",
         "closed_call",
         "core_call",
+        "call",
+        "eval_jaxpr",
         "custom_jvp_call",
         "custom_vjp_call",
         "custom_vjp_call_jaxpr",
+        "remat2",
         "remat",
         "checkpoint",
     }

@@ -9,6 +9,7 @@ a Triton compile for one architecture, a TPU export) are shared between targets.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import time
@@ -254,7 +255,10 @@ class Lowerer:
         )
 
     def _mosaic_gpu(self, target: Target, kernel: Kernel) -> Lowered:
-        payload = self._payload(kernel, "cuda", mosaic_gpu=True)
+        try:
+            payload = self._payload(kernel, "cuda", mosaic_gpu=True)
+        except LoweringFailedError as failed:
+            raise LoweringFailedError(mosaic_gpu_layout_hint(failed.error, kernel)) from None
         if payload.backend != "mosaic_gpu":
             raise LoweringFailedError(
                 LoweringError(
@@ -541,6 +545,31 @@ def explain(
     )
 
 
+_LAYOUTS = "Failed to infer a possible set of layouts"
+
+
+def mosaic_gpu_layout_hint(error: LoweringError, kernel: Kernel) -> LoweringError:
+    """Says why Mosaic GPU found no layout, when its default lowering is the cause.
+
+    From jax 0.11 Mosaic GPU lowers with warpgroup semantics unless a kernel asks
+    otherwise, and kernels that lowered with jax 0.10's lane semantics can fail here.
+    """
+    chose = any(name == "lowering_semantics" for name, _ in kernel.compiler_params)
+    if _LAYOUTS not in error.message or chose:
+        return error
+    if jax_adapter.mosaic_gpu_default_semantics() != "Warpgroup":
+        return error
+    hint = (
+        f" jax {jax.__version__} lowers Mosaic GPU kernels with warpgroup semantics unless "
+        "they ask otherwise (from jax 0.11; 0.10 used lane semantics): every array is laid "
+        "out over a warpgroup's 128 threads, and this kernel's arrays could not be (arrays "
+        "smaller than a warpgroup are a usual cause). "
+        "`plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Lane)` selects "
+        "jax 0.10's lowering, whose error may say more."
+    )
+    return dataclasses.replace(error, message=error.message + hint)
+
+
 def _site(kernel: Kernel | None) -> SourceLocation | None:
     if kernel is None:
         return None
@@ -594,8 +623,6 @@ def _kernel_file(kernel: Kernel | None) -> str:
 
 
 def _with_seconds(lowered: Lowered, seconds: float) -> Lowered:
-    import dataclasses  # noqa: PLC0415
-
     return dataclasses.replace(lowered, seconds=seconds)
 
 
