@@ -1295,6 +1295,42 @@ class TestMemoizedKernelTraces:
             np.testing.assert_allclose(pallaslab.emulate(matmul)(x, y), x @ y, atol=1e-4)
 
 
+class TestVersionNotices:
+    """What one version cannot do is said by the one target it concerns."""
+
+    def test_without_the_triton_backend_only_triton_targets_say_so(self, monkeypatch):
+        from pallaslab._src.core.jax_adapter import probes
+
+        assert jax_adapter.feature_notice("triton-lowering") is None  # 0.10, 0.11 have it
+        monkeypatch.setitem(
+            probes.FEATURES, "triton-lowering", (False, "jax._src.pallas.triton is not in it")
+        )
+        case = corpus.seed_matmul()
+        inspection = pallaslab.inspect(case.fn, *case.args)
+        for target in ("triton", "ptx:sm_90"):
+            lowered = inspection.lower(target)
+            assert lowered.error.kind == "unavailable"
+            assert f"with jax {jax.__version__}" in lowered.error.message
+            assert "'mosaic-gpu' target" in lowered.error.message
+        assert inspection.lower("stablehlo").ok
+        other = corpus.blocked_add()
+        assert pallaslab.inspect(other.fn, *other.args).lower("mosaic-tpu:v5e").ok
+
+    def test_deprecations_become_notes_of_the_lowering(self):
+        import warnings
+
+        from pallaslab._src.core.jax_adapter import lowering
+
+        with lowering.deprecation_notices() as notices:
+            warnings.warn("old API", DeprecationWarning, stacklevel=1)
+            warnings.warn("old API", DeprecationWarning, stacklevel=1)
+        assert notices == [f"jax {jax.__version__}: old API"]
+        # Both 0.10 and 0.11 deprecate pl.pallas_call for Mosaic GPU (0.11 also Triton).
+        case = corpus.blocked_add()
+        lowered = pallaslab.inspect(case.fn, *case.args).lower("mosaic-gpu")
+        assert any("pallas_call" in note and "deprecated" in note for note in lowered.notes)
+
+
 def _blocked_add_args():
     case = corpus.blocked_add()
     return (case.fn, *case.args)

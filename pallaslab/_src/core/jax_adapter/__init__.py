@@ -53,6 +53,9 @@ from pallaslab._src.core.jax_adapter.kernels import (
     primitives_outside_kernels as primitives_outside_kernels,
 )
 from pallaslab._src.core.jax_adapter.lowering import KernelPayload as KernelPayload
+from pallaslab._src.core.jax_adapter.lowering import (
+    deprecation_notices as deprecation_notices,
+)
 from pallaslab._src.core.jax_adapter.lowering import export_for_tpu as export_for_tpu
 from pallaslab._src.core.jax_adapter.lowering import kernel_avals as kernel_avals
 from pallaslab._src.core.jax_adapter.lowering import kernel_function as kernel_function

@@ -17,6 +17,7 @@ import importlib
 import json
 import pickle
 import types
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -101,6 +102,8 @@ class KernelPayload:
         generic_asm: The module in MLIR's generic op form (Triton only): other
             builds of the dialect (the triton package's) parse it even where the
             custom syntax of an op changed between versions.
+        notices: What JAX warned about while lowering it (deprecations: the Triton
+            backend from 0.11, `pl.pallas_call` for Mosaic GPU ...).
     """
 
     backend: str
@@ -108,6 +111,7 @@ class KernelPayload:
     asm: str
     params: tuple[tuple[str, Any], ...] = ()
     generic_asm: str = ""
+    notices: tuple[str, ...] = ()
 
     def param(self, key: str, default: Any = None) -> Any:
         """One launch parameter."""
@@ -227,6 +231,26 @@ def lower_module(
         else:
             lowered = traced.lower(lowering_platforms=(platform,))
         return lowered.compiler_ir("stablehlo")
+
+
+@contextlib.contextmanager
+def deprecation_notices() -> Iterator[list[str]]:
+    """Collects the deprecation warnings JAX gives in the block, as one-line notices.
+
+    Recorded instead of shown (or raised), so a view can say them once, beside what
+    they are about. The list is filled when the block ends.
+    """
+    found: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        try:
+            yield found
+        finally:
+            for warning in caught:
+                if issubclass(warning.category, DeprecationWarning):
+                    text = f"jax {jax.__version__}: {warning.message}"
+                    if text not in found:
+                        found.append(text)
 
 
 def module_text(module: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import jax
@@ -80,6 +81,13 @@ def _feature(name: str, available: bool, why: str) -> tuple[str, bool, str]:
     return name, available, why
 
 
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a parent package is missing
+        return False
+
+
 FEATURES: dict[str, tuple[bool, str]] = {
     name: (ok, why)
     for name, ok, why in (
@@ -97,6 +105,14 @@ FEATURES: dict[str, tuple[bool, str]] = {
             and hasattr(state_indexing, "Slice")
             and tree_util is not None,
             "jax._src.state.indexing.NDIndexer / Slice not found",
+        ),
+        # Pallas' Triton backend: deprecated from jax 0.11 for Mosaic GPU, to be removed.
+        _feature(
+            "triton-lowering",
+            _module_exists("jax._src.pallas.triton.pallas_call_registration")
+            and _module_exists("jax._src.lib.triton"),
+            "Pallas' Triton backend (jax._src.pallas.triton) is not in it; JAX deprecated "
+            "it in 0.11 for Mosaic GPU",
         ),
         _feature(
             "record-kernels",

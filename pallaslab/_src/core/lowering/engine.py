@@ -134,6 +134,14 @@ class Lowerer:
             )
         if target.kind == "mosaic-gpu":
             return self._mosaic_gpu(target, kernel)
+        if target.kind == "triton" and (notice := jax_adapter.feature_notice("triton-lowering")):
+            raise LoweringFailedError(
+                LoweringError(
+                    f"{notice}: the '{target.name}' target needs it. The 'mosaic-gpu' target "
+                    "shows this kernel's GPU lowering.",
+                    kind="unavailable",
+                )
+            )
         if target.kind == "triton" and target.stage == "ttir":
             return self._ttir(target, kernel)
         if target.kind == "triton":
@@ -202,13 +210,14 @@ class Lowerer:
             site = self._program.sites[kernel.index]
             try:
                 function = jax_adapter.kernel_function(site)
-                module = jax_adapter.lower_module(
-                    function,
-                    jax_adapter.kernel_avals(site),
-                    platform,
-                    mosaic_gpu=mosaic_gpu,
-                    tpu_generation=chip,
-                )
+                with jax_adapter.deprecation_notices() as notices:
+                    module = jax_adapter.lower_module(
+                        function,
+                        jax_adapter.kernel_avals(site),
+                        platform,
+                        mosaic_gpu=mosaic_gpu,
+                        tpu_generation=chip,
+                    )
                 payloads = jax_adapter.kernel_payloads(module)
             except LoweringFailedError:
                 raise
@@ -221,7 +230,7 @@ class Lowerer:
                         kernel.call_site or kernel.source,
                     )
                 )
-            return payloads[0]
+            return dataclasses.replace(payloads[0], notices=tuple(notices))
 
         return self._share(("payload", kernel.index, platform, mosaic_gpu, chip), make)
 
@@ -268,7 +277,7 @@ class Lowerer:
                     kernel.call_site or kernel.source,
                 )
             )
-        return self._finish(target, kernel, payload.asm, notes=(MOSAIC_GPU_NOTE,))
+        return self._finish(target, kernel, payload.asm, notes=(*payload.notices, MOSAIC_GPU_NOTE))
 
     def _triton_payload(self, kernel: Kernel) -> jax_adapter.KernelPayload:
         payload = self._payload(kernel, "cuda", mosaic_gpu=False)
@@ -286,7 +295,7 @@ class Lowerer:
         payload = self._triton_payload(kernel)
         params = ", ".join(f"{k}={v}" for k, v in payload.params)
         header = f"{self._header(target, kernel)} Launch: {params}."
-        return self._finish(target, kernel, payload.asm, header=header)
+        return self._finish(target, kernel, payload.asm, header=header, notes=payload.notices)
 
     def _triton_build(self, kernel: Kernel, arch: str) -> triton_build.TritonBuild:
         payload = self._triton_payload(kernel)
@@ -323,6 +332,7 @@ class Lowerer:
             kernel,
             build.texts[target.stage],
             resources=gpu_resources(build),
+            notes=self._triton_payload(kernel).notices,
         )
 
     def _mosaic_tpu(self, target: Target, kernel: Kernel) -> Lowered:
