@@ -52,7 +52,7 @@ class ResourceCase:
     """A Triton-backend kernel: its name on the device, and how to call it."""
 
     name: str
-    kernel_name: str  # the kernel's name in the compiled program (ncu's --kernel-name)
+    kernel_name: str  # part of the kernel's name in the compiled program (ncu --kernel-name)
     build: Callable[[], Callable[..., Any]]
     shapes: tuple[tuple[int, ...], ...]
     dtype: Any = jnp.bfloat16
@@ -75,13 +75,13 @@ def cases(
     return [
         ResourceCase(
             "seed matmul",
-            "_matmul_kernel",
+            "matmul_kernel",
             lambda: corpus.make_seed_matmul(128, 128, 32, num_warps=8, num_stages=3),
             square,
         ),
         ResourceCase(
             "matmul+gelu",
-            "_matmul_kernel",
+            "matmul_kernel",
             lambda: corpus.make_seed_matmul(
                 128, 128, 32, num_warps=8, num_stages=3, epilogue=jax.nn.gelu
             ),

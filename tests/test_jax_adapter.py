@@ -1070,6 +1070,14 @@ class TestVersionShapes:
             run.run(jaxpr, [], [x, o])
             assert (o.data == 2.0).all() and [a.ref for a in found] == [0, 2, 2, 1]
 
+    def test_index_map_out_tree_is_a_pytreedef_in_both(self):
+        # 0.10 builds it with api_util.flatten_fun, 0.11 takes it from a flat tree
+        # (`out_avals.tree`): both hand BlockMapping a PyTreeDef, read the same way.
+        mapping = _pallas_eqn().params["grid_mapping"].block_mappings[0]
+        tree = mapping.index_map_out_tree
+        assert isinstance(tree, jax.tree_util.PyTreeDef)
+        assert tree.num_leaves == len(mapping.block_shape)
+
     def test_grid_names_under_vmap_in_both_forms(self):
         from pallaslab._src.core.jax_adapter import shapes
 
