@@ -25,7 +25,13 @@ from pallaslab._src.core.jax_adapter.probes import (
     state_indexing,
     tree_util,
 )
-from pallaslab._src.core.jax_adapter.shapes import call_body, closed_parts, scan_counts, scoped_refs
+from pallaslab._src.core.jax_adapter.shapes import (
+    call_body,
+    closed_parts,
+    inner_jaxpr,
+    scan_counts,
+    scoped_refs,
+)
 from pallaslab._src.geometry.accesses import AccessKind, ElementAccess
 
 _NDIndexer: Any = getattr(state_indexing, "NDIndexer", None)
@@ -401,7 +407,7 @@ class Interpreter:
         return self.run(branch, consts, values[1:])
 
     def _run_scoped(self, eqn: Any, values: list[Any]) -> list[Any]:
-        jaxpr = eqn.params["jaxpr"]
+        jaxpr = inner_jaxpr(eqn.params["jaxpr"])
         outer, allocated = scoped_refs(eqn)
         buffers = []
         for var in allocated:

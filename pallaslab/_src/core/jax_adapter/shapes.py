@@ -88,7 +88,7 @@ def scoped_refs(eqn: Any) -> tuple[list[Any], list[Any]]:
     The closed-over refs are the equation's inputs, one to one and first, whatever
     this JAX calls them (constvars with or without values attached, or invars).
     """
-    body = eqn.params["jaxpr"]
+    body = inner_jaxpr(eqn.params["jaxpr"])
     inputs = [*body.constvars, *body.invars]
     count = len(eqn.invars)
     return inputs[:count], inputs[count:]
