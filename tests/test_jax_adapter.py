@@ -596,8 +596,10 @@ class TestLoweringShapes:
         from jax._src.lib import mosaic_gpu_dialect, tpu, triton
         from jax._src.lib.mlir import passmanager
 
-        context = mlir.make_ir_context()
-        triton.dialect.register_dialect(context)
+        from pallaslab._src.core.jax_adapter import lowering
+
+        assert isinstance(mlir.upstream_dialects, lowering.ir.DialectRegistry)
+        context = lowering.private_context(triton.dialect.register_dialect)  # never JAX's
         tpu.register_dialect(context)
         mosaic_gpu_dialect.register_dialect(context)
         with context:
