@@ -153,3 +153,17 @@ def test_the_environment_puts_the_probe_first(tmp_path, monkeypatch):
     assert env["PYTHONPATH"].split(":") == [str(tmp_path), str(ROOT), "/elsewhere"]
     assert env["JAX_PLATFORMS"] == "cpu"
     assert set(probe.CORE_TESTS) <= {str(p.relative_to(ROOT)) for p in ROOT.glob("tests/test_*.py")}
+
+
+def test_frames_of_jax_from_a_source_checkout_are_library_frames(monkeypatch):
+    import types
+
+    from pallaslab._src import sources
+
+    # A JAX on PYTHONPATH (the probe, a developer's checkout) is no site-packages.
+    checkout = types.ModuleType("jax")
+    checkout.__file__ = "/home/dev/src/jax/jax/__init__.py"
+    monkeypatch.setitem(sys.modules, "jax", checkout)
+    assert sources.is_library_file("/home/dev/src/jax/jax/_src/state/primitives.py")
+    assert not sources.is_library_file("/home/dev/src/kernels/matmul.py")
+    assert sources.is_library_file("/usr/lib/python3/dist-packages/numpy/core.py")
