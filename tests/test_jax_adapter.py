@@ -1208,6 +1208,20 @@ class TestVersionShapes:
             )  # fmt: skip
             assert lowering.kernel_payloads(module)[0].backend == "triton"
 
+    @pytest.mark.gpu
+    def test_on_a_gpu_the_real_device_answers_and_kernels_run(self):
+        from jax._src import mesh as mesh_lib
+
+        from pallaslab._src.core.jax_adapter import lowering
+
+        with lowering.gpu_chip():
+            assert mesh_lib.get_abstract_mesh().abstract_device is None
+        case = corpus.seed_matmul(256, 256, 256)
+        inspection = pallaslab.inspect(case.fn, *case.args)
+        assert inspection.lower("triton").ok
+        result = inspection.run(ref=case.reference)
+        assert result.comparison.ok and result.mode == "compiled"
+
     def test_mosaic_gpu_default_semantics_and_the_layout_hint(self, monkeypatch):
         from pallaslab._src.core.jax_adapter import lowering as adapter_lowering
         from pallaslab._src.core.lowering import engine
