@@ -7,6 +7,7 @@ adapter function to update.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -366,9 +367,14 @@ class TestAccessPrivateShapes:
         assert mask is not None and value is swap.invars[-2]
 
     def test_control_flow_params(self):
+        from pallaslab._src.core.jax_adapter import shapes
+
         matmul = _body(corpus.seed_matmul())
         (scan,) = _eqns(matmul, "scan")
-        assert {"jaxpr", "num_consts", "num_carry", "length", "reverse"} <= set(scan.params)
+        assert {"jaxpr", "length", "reverse"} <= set(scan.params)
+        # Both forms of the counts are pinned in TestVersionShapes.
+        # fori_loop: the two refs read are consts, (k, acc) the carry, and no xs.
+        assert shapes.scan_counts(scan.params) == (2, 2) and len(scan.invars) == 4
         assert hasattr(scan.params["jaxpr"], "consts")
         (cond,) = _eqns(_body(corpus.kacc_matmul()), "cond")
         assert hasattr(cond.params["branches"][0], "jaxpr")
@@ -478,10 +484,13 @@ class TestAccessPrivateShapes:
         fn = pl.pallas_call(kernel, out_shape=corpus.f32(2), grid=(2,))
         inspection = pallaslab.inspect(fn, corpus.f32(4))
         body = inspection.program.sites[0].params["jaxpr"]
+        from pallaslab._src.core.jax_adapter import shapes
+
         (call,) = [e for e in body.eqns if e.primitive.name in ("pjit", "jit")]
-        assert hasattr(call.params["jaxpr"], "jaxpr") and hasattr(call.params["jaxpr"], "consts")
+        inner, consts = shapes.closed_parts(shapes.call_body(call.params))
+        assert inner.eqns and consts == []
         (relu,) = _eqns(body, "custom_jvp_call")
-        assert hasattr(relu.params["call_jaxpr"], "jaxpr")
+        assert shapes.call_body(relu.params) is relu.params["call_jaxpr"]
         assert all(hasattr(v.aval, "inner_aval") for v in body.invars)
         from jax._src import core
 
@@ -525,8 +534,12 @@ class TestBenchShapes:
             assert hasattr(ext, "_cupti_init") and hasattr(ext, "_cupti_get_timings")
 
     def test_cross_lowering_for_cuda_takes_lowering_platforms(self):
+        from pallaslab._src.core.jax_adapter import lowering
+
         case = corpus.seed_matmul(64, 64, 64)
-        lowered = jax.jit(case.fn).trace(*case.args).lower(lowering_platforms=("cuda",))
+        # From jax 0.11 the Triton lowering needs a GPU to lower for: an abstract one.
+        with lowering.gpu_chip():
+            lowered = jax.jit(case.fn).trace(*case.args).lower(lowering_platforms=("cuda",))
         assert "triton" in lowered.as_text()
 
 
@@ -583,8 +596,10 @@ class TestLoweringShapes:
         from jax._src.lib import mosaic_gpu_dialect, tpu, triton
         from jax._src.lib.mlir import passmanager
 
-        context = mlir.make_ir_context()
-        triton.dialect.register_dialect(context)
+        from pallaslab._src.core.jax_adapter import lowering
+
+        assert isinstance(mlir.upstream_dialects, lowering.ir.DialectRegistry)
+        context = lowering.private_context(triton.dialect.register_dialect)  # never JAX's
         tpu.register_dialect(context)
         mosaic_gpu_dialect.register_dialect(context)
         with context:
@@ -754,9 +769,12 @@ class TestEmulationShapes:
             x = jax.lax.while_loop(lambda a: a < 10, lambda a: a + 1, x)
             return jax.lax.cond(x > 3, lambda a: a, lambda a: -a, x)
 
+        from pallaslab._src.core.jax_adapter import shapes
+
         eqns = {e.primitive.name: e for e in jax.make_jaxpr(f)(1).jaxpr.eqns}
-        for key in ("jaxpr", "num_consts", "num_carry", "length", "reverse", "unroll"):
+        for key in ("jaxpr", "length", "reverse", "unroll"):
             assert key in eqns["scan"].params, key
+        assert shapes.scan_counts(eqns["scan"].params) == (0, 2)  # (i, a) carried
         for key in ("cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"):
             assert key in eqns["while"].params, key
         assert "branches" in eqns["cond"].params
@@ -921,3 +939,564 @@ def test_instrument_control_flow_params_it_rebuilds():
     assert hasattr(scan["jaxpr"], "consts") and hasattr(scan["jaxpr"], "jaxpr")
     assert "branches" in eqns["cond"].params
     assert hasattr(eqns["cond"], "ctx") and hasattr(eqns["cond"].ctx, "manager")
+
+
+# --- Shapes that moved between JAX versions, each pinned in both forms. -------------
+#
+# The installed JAX gives one form for real; the other form is a small fake with just
+# what JAX's source has in that version (read at tags jax-v0.10.2, jax-v0.11.0 and on
+# main). `scripts/jax-probe` runs this file against a newer JAX's source as well, where
+# the real side is the newer form.
+
+
+class _FlatTree:
+    """`jax._src.flattree` as scan's `ft_in` / `ft_out` (0.11): parts by `unpack()`."""
+
+    def __init__(self, *parts):
+        self.parts = tuple(tuple(p) for p in parts)
+
+    def unpack(self):
+        return self.parts
+
+
+def _other_scan_form(params):
+    """A scan's params in the other version's form (counts <-> flat trees)."""
+    from pallaslab._src.core.jax_adapter import shapes
+
+    num_consts, num_carry = shapes.scan_counts(params)
+    num_xs = len(shapes.inner_jaxpr(params["jaxpr"]).invars) - num_consts - num_carry
+    num_ys = len(shapes.inner_jaxpr(params["jaxpr"]).outvars) - num_carry
+    rest = {
+        k: v for k, v in params.items() if k not in ("num_consts", "num_carry", "ft_in", "ft_out")
+    }
+    if "num_consts" in params:
+        nones = lambda n: [None] * n  # noqa: E731
+        return dict(
+            rest,
+            ft_in=_FlatTree(nones(num_consts), nones(num_carry), nones(num_xs)),
+            ft_out=_FlatTree(nones(num_carry), nones(num_ys)),
+        )
+    return dict(rest, num_consts=num_consts, num_carry=num_carry)
+
+
+def _with_eqn(jaxpr, old, new):
+    """`jaxpr` with equation `old` replaced by `new` (top level)."""
+    return jaxpr.replace(eqns=[new if e is old else e for e in jaxpr.eqns])
+
+
+@functools.cache
+def _eval_jaxpr_p():
+    """A call-like primitive named and shaped like main's `eval_jaxpr` (`call_jaxpr=`).
+
+    Main binds it where 0.10 and 0.11 bind `closed_call`; a stand-in with the same
+    name and param is enough for analyses that go by name and params.
+    """
+    from jax._src import core
+    from jax._src.interpreters import mlir
+
+    from pallaslab._src.core.jax_adapter import shapes
+
+    prim = core.Primitive("eval_jaxpr")
+    prim.multiple_results = True
+    prim.def_impl(lambda *args, call_jaxpr: core.jaxpr_as_fun(call_jaxpr)(*args))
+    prim.def_abstract_eval(
+        lambda *_, call_jaxpr: [v.aval for v in shapes.inner_jaxpr(call_jaxpr).outvars]
+    )
+    mlir.register_lowering(
+        prim,
+        mlir.lower_fun(
+            lambda *args, call_jaxpr: core.jaxpr_as_fun(call_jaxpr)(*args),
+            multiple_results=True,
+        ),
+    )
+    return prim
+
+
+def _eval_jaxpr_call(fn, *args):
+    """`fn(*args)` staged as one `eval_jaxpr` equation, as main stages calls."""
+    closed = jax.make_jaxpr(fn)(*args)
+    return _eval_jaxpr_p().bind(*args, call_jaxpr=closed)
+
+
+class TestVersionShapes:
+    def test_scan_counts_from_counts_or_flat_trees(self):
+        from pallaslab._src.core.jax_adapter import shapes
+
+        assert shapes.scan_counts({"num_consts": 2, "num_carry": 3}) == (2, 3)  # 0.10
+        ft_in = _FlatTree([None] * 2, [None] * 3, [None])  # 0.11: (consts, carry, xs)
+        assert shapes.scan_counts({"ft_in": ft_in, "ft_out": _FlatTree([], [])}) == (2, 3)
+
+        def f(c, xs):
+            return jax.lax.scan(lambda a, x: (a + x * c, a), 0.0, xs)
+
+        closed = jax.make_jaxpr(f)(1.0, jnp.ones(4))
+        (eqn,) = [e for e in shapes.inner_jaxpr(closed).eqns if e.primitive.name == "scan"]
+        assert shapes.scan_counts(eqn.params) == (1, 1) and len(eqn.invars) == 3
+        other = _other_scan_form(eqn.params)
+        assert shapes.scan_counts(other) == (1, 1)
+        assert ("ft_in" in other) != ("ft_in" in eqn.params)
+
+    def test_element_interpreter_follows_scans_of_either_form(self):
+        from pallaslab._src.core.jax_adapter import accesses as interp
+
+        def kernel(x_ref, o_ref):
+            def body(k, acc):
+                return acc + x_ref[pl.ds(k * 2, 2)]
+
+            o_ref[...] = jax.lax.fori_loop(0, 4, body, jnp.zeros(2))
+
+        fn = pl.pallas_call(kernel, out_shape=corpus.f32(2))
+        body = pallaslab.inspect(fn, corpus.f32(8)).program.sites[0].params["jaxpr"]
+        (scan,) = [e for e in body.eqns if e.primitive.name == "scan"]
+        other = _with_eqn(body, scan, scan.replace(params=_other_scan_form(scan.params)))
+        results = []
+        for jaxpr in (body, other):
+            found = []
+            x = interp.Buffer(0, np.arange(8, dtype=np.float32))
+            o = interp.Buffer(1, np.zeros(2, np.float32))
+            interp.Interpreter((), (), found.append).run(jaxpr, [], [x, o])
+            results.append((o.data.tolist(), [a.coords[0].tolist() for a in found]))
+        assert results[0] == results[1]
+        assert results[0][0] == [0 + 2 + 4 + 6, 1 + 3 + 5 + 7]
+
+    def test_emulator_rebuilds_scans_of_either_form(self):
+        from jax._src.pallas import core as pallas_core
+
+        from pallaslab._src.core.jax_adapter import emulation
+
+        def f(x):
+            return jax.lax.fori_loop(0, 3, lambda i, a: a + i * pl.program_id(0), x)
+
+        with pallas_core.tracing_grid_env((8,), ()):  # program_id traces in a grid
+            closed = jax.make_jaxpr(f)(jnp.int32(1))
+        jaxpr, consts = closed.jaxpr, closed.consts
+        (scan,) = [e for e in jaxpr.eqns if e.primitive.name == "scan"]
+        other = _with_eqn(jaxpr, scan, scan.replace(params=_other_scan_form(scan.params)))
+        env = (pallas_core.GridAxis(5, 8),)
+        for form in (jaxpr, other):
+            (out,) = emulation._eval_with_grid(form, consts, [jnp.int32(1)], env)
+            assert int(out) == 1 + (0 + 1 + 2) * 5
+
+    def test_closed_jaxprs_as_two_classes_or_one(self):
+        import types
+
+        from pallaslab._src.core.jax_adapter import shapes
+
+        closed = jax.make_jaxpr(lambda x: x * np.float32(3) + jnp.arange(3.0))(jnp.ones(3))
+        inner, consts = shapes.closed_parts(closed)  # this JAX's form
+        assert inner.eqns and len(consts) == len(inner.constvars)
+        # 0.10: a ClosedJaxpr wrapping a Jaxpr.
+        wrapped = types.SimpleNamespace(jaxpr=inner, consts=[7])
+        assert shapes.closed_parts(wrapped) == (inner, [7])
+
+        # 0.11: one class whose legacy `.jaxpr` returns itself, consts attached; and
+        # the same once `.jaxpr` is removed.
+        class Unified:
+            consts = (1, 2)
+
+            @property
+            def jaxpr(self):
+                return self
+
+        unified = Unified()
+        assert shapes.closed_parts(unified) == (unified, [1, 2])
+        bare = types.SimpleNamespace(eqns=[], consts=[5])
+        assert shapes.closed_parts(bare) == (bare, [5])
+        open_jaxpr = types.SimpleNamespace(eqns=[])  # an open 0.10 Jaxpr: no consts
+        assert shapes.closed_parts(open_jaxpr) == (open_jaxpr, [])
+        # Closing: ClosedJaxpr(jaxpr, consts) in 0.10, `jaxpr.with_consts` from 0.11.
+        again, again_consts = shapes.closed_parts(shapes.with_consts(inner, consts))
+        assert again.eqns == inner.eqns and len(again_consts) == len(consts)
+        attached = types.SimpleNamespace(with_consts=lambda c: ("attached", tuple(c)))
+        assert shapes.with_consts(attached, [3]) == ("attached", (3,))
+
+    def test_eval_jaxpr_is_a_call_primitive_everywhere(self):
+        assert {"eval_jaxpr", "closed_call", "remat2", "jit"} <= jax_adapter.CALL_PRIMITIVES
+
+    def test_element_interpreter_follows_eval_jaxpr(self):
+        def kernel(x_ref, o_ref):
+            (start,) = _eval_jaxpr_call(lambda: (pl.program_id(0) * 2,))
+            o_ref[...] = x_ref[pl.ds(start, 2)]
+
+        fn = pl.pallas_call(kernel, out_shape=corpus.f32(2), grid=(2,))
+        inspection = pallaslab.inspect(fn, corpus.f32(4))
+        body = inspection.program.sites[0].params["jaxpr"]
+        assert "eval_jaxpr" in {e.primitive.name for e in body.eqns}
+        accesses = inspection.accesses(0, (1,))
+        assert accesses.complete
+        read, _ = accesses.accesses
+        assert read.coords[0].tolist() == [2, 3]
+
+    def test_emulator_inlines_eval_jaxpr_holding_program_ids(self):
+        from jax._src.pallas import core as pallas_core
+
+        from pallaslab._src.core.jax_adapter import emulation
+
+        with pallas_core.tracing_grid_env((8,), ()):  # program_id traces in a grid
+            closed = jax.make_jaxpr(lambda: _eval_jaxpr_call(lambda: (pl.program_id(0) + 10,)))()
+        (out,) = emulation._eval_with_grid(
+            closed.jaxpr, closed.consts, [], (pallas_core.GridAxis(3, 8),)
+        )
+        assert int(out) == 13
+
+    def test_outputs_prefetch_and_work_go_through_eval_jaxpr_and_remat(self):
+        add = corpus.blocked_add().fn
+        x = corpus.f32(1024)
+        for wrap in (
+            lambda a, b: _eval_jaxpr_call(lambda p, q: (add(p, q),), a, b)[0],
+            jax.checkpoint(add),  # remat2
+        ):
+            closed = jax.make_jaxpr(wrap)(x, x)
+            sites = jax_adapter.find_kernel_sites(closed)
+            assert jax_adapter.output_writers(closed, sites) == [(0, 0)]
+            assert "add" in sites[0].params["jaxpr"].pretty_print()
+
+        case = corpus.scalar_prefetch()
+        wrapped = lambda idx, y: _eval_jaxpr_call(lambda i, v: (case.fn(i, v),), idx, y)[0]  # noqa: E731
+        inspection = pallaslab.inspect(wrapped, *case.args)
+        program = inspection.program
+        assert [e.primitive.name for e in program.sites[0].trail] == ["eval_jaxpr"]
+        leaves = program.dynamic_leaves((case.args[0], jnp.zeros((64, 128))), {})
+        values = jax_adapter.prefetch_values(program.sites[0], program, leaves)
+        assert [v.tolist() for v in values] == [[7, 6, 5, 4, 3, 2, 1, 0]]
+
+    def test_index_maps_translate_through_eval_jaxpr(self):
+        closed = jax.make_jaxpr(
+            lambda i, j: _eval_jaxpr_call(lambda a, b: (a * 2 + b, b // 2), i, j)
+        )(jnp.int32(0), jnp.int32(0))
+        translated = jax_adapter.index_map_from_jaxpr(closed, 2)
+        assert translated.evaluable
+        got = translated.evaluate([np.array([3]), np.array([5])])
+        assert [int(g[0]) for g in got] == [11, 2]
+
+    def test_run_scoped_refs_in_every_form(self):
+        import types
+
+        from jax._src.interpreters import partial_eval as pe
+        from jax.experimental.pallas import tpu as pltpu
+
+        from pallaslab._src.core.jax_adapter import shapes
+
+        def fake(constvars, invars, eqn_inputs):
+            body = types.SimpleNamespace(constvars=constvars, invars=invars)
+            return types.SimpleNamespace(params={"jaxpr": body}, invars=eqn_inputs)
+
+        # 0.10 and 0.11: closed-over refs are constvars (0.11 attaches tracers to them).
+        assert shapes.scoped_refs(fake(["a", "b"], ["t"], ["x", "y"])) == (["a", "b"], ["t"])
+        # Once constvars mean only the inputs carrying values: plain leading invars.
+        assert shapes.scoped_refs(fake([], ["a", "b", "t"], ["x", "y"])) == (["a", "b"], ["t"])
+
+        def kernel(x_ref, o_ref):
+            def scoped(tmp_ref):
+                tmp_ref[...] = x_ref[...] + 1.0
+                o_ref[...] = tmp_ref[...]
+
+            pl.run_scoped(scoped, pltpu.VMEM((8, 128), jnp.float32))
+
+        fn = pl.pallas_call(kernel, out_shape=corpus.f32(8, 128))
+        inspection = pallaslab.inspect(fn, corpus.f32(8, 128))
+        site = inspection.program.sites[0]
+        body = site.params["jaxpr"]
+        (eqn,) = [e for e in body.eqns if e.primitive.name == "run_scoped"]
+        outer, allocated = shapes.scoped_refs(eqn)
+        assert len(outer) == 2 and [tuple(v.aval.shape) for v in allocated] == [(8, 128)]
+        # The same body with the closed-over refs as plain invars runs the same.
+        as_invars = pe.convert_constvars_jaxpr(shapes.inner_jaxpr(eqn.params["jaxpr"]))
+        other = _with_eqn(body, eqn, eqn.replace(params=dict(eqn.params, jaxpr=as_invars)))
+        from pallaslab._src.core.jax_adapter import accesses as interp
+
+        for jaxpr in (body, other):
+            found = []
+            run = interp.Interpreter((), (), found.append)
+            run.first_scoped = 2
+            x = interp.Buffer(0, np.ones((8, 128), np.float32))
+            o = interp.Buffer(1, np.zeros((8, 128), np.float32))
+            run.run(jaxpr, [], [x, o])
+            assert (o.data == 2.0).all() and [a.ref for a in found] == [0, 2, 2, 1]
+
+    def test_index_map_out_tree_is_a_pytreedef_in_both(self):
+        # 0.10 builds it with api_util.flatten_fun, 0.11 takes it from a flat tree
+        # (`out_avals.tree`): both hand BlockMapping a PyTreeDef, read the same way.
+        mapping = _pallas_eqn().params["grid_mapping"].block_mappings[0]
+        tree = mapping.index_map_out_tree
+        assert isinstance(tree, jax.tree_util.PyTreeDef)
+        assert tree.num_leaves == len(mapping.block_shape)
+
+    def test_grid_names_under_vmap_in_both_forms(self):
+        from pallaslab._src.core.jax_adapter import shapes
+
+        assert shapes.grid_axis_names(("i",), 2, (0,)) == ("", "i")  # 0.10, 0.11
+        assert shapes.grid_axis_names((None, "i"), 2, (0,)) == ("", "i")  # newer
+        assert shapes.grid_axis_names(None, 2, (0,)) is None
+
+        def k(x_ref, o_ref):
+            o_ref[...] = x_ref[...] * 2
+
+        spec = pl.BlockSpec((128,), lambda i: (i,))
+        fn = pl.pallas_call(
+            k, out_shape=corpus.f32(256), grid=(("i", 2),), in_specs=[spec], out_specs=spec
+        )
+        kernel = pallaslab.inspect(jax.vmap(fn), corpus.f32(3, 256)).kernels[0]
+        assert kernel.grid == (3, 2) and kernel.grid_names == ("", "i")
+
+    def test_host_memory_space_in_both_forms(self):
+        import enum
+        import types
+
+        from pallaslab._src.core.jax_adapter import kernels
+
+        def name(space):
+            return kernels._memory_space_name(types.SimpleNamespace(memory_space=space))
+
+        class PallasMemorySpace(enum.Enum):  # 0.10: pl.HOST is Pallas' MemorySpace.HOST
+            HOST = "host"
+
+            def __str__(self):
+                return self.value
+
+        class MemorySpace(enum.Enum):  # 0.11: pl.HOST is core's MemorySpace.Host
+            Host = enum.auto()
+
+        assert name(PallasMemorySpace.HOST) == name(MemorySpace.Host) == name(pl.HOST) == "host"
+        from pallaslab._src.geometry import tilemap
+
+        assert "host" in tilemap._MANUAL_SPACES
+
+    def test_discharge_state_takes_the_jaxpr_alone(self):
+        import inspect as pyinspect
+
+        from jax._src.state import discharge
+
+        # 0.10 / 0.11: (jaxpr, *, should_discharge, lower); main adds
+        # strip_memory_space=True. pallaslab passes the jaxpr alone.
+        parameters = list(pyinspect.signature(discharge.discharge_state).parameters.values())
+        assert parameters[0].default is pyinspect.Parameter.empty
+        assert all(p.default is not pyinspect.Parameter.empty for p in parameters[1:])
+
+    def test_tpu_info_is_found_where_this_jax_keeps_it(self, monkeypatch):
+        import sys
+        import types
+
+        from pallaslab._src.core.jax_adapter import chips, lowering
+
+        assert lowering.tpu_chip_known("v5e")
+        # 0.10, 0.11: the lookups live in Pallas' own tpu_info module.
+        monkeypatch.delitem(sys.modules, "jax._src.tpu_info", raising=False)
+        monkeypatch.setattr(chips, "_optional", sys.modules.get)
+        assert chips._info_module().__name__ == "jax._src.pallas.mosaic.tpu_info"
+        # main: jax._src.tpu_info defines them (Pallas' module forwards), and wins.
+        moved = types.ModuleType("jax._src.tpu_info")
+
+        def get_device_kind():
+            return "TPU v5 lite"
+
+        get_device_kind.__module__ = moved.__name__
+        moved.get_device_kind = get_device_kind
+        monkeypatch.setitem(sys.modules, moved.__name__, moved)
+        assert chips._info_module() is moved
+
+    def test_kernel_modules_are_parsed_in_a_private_mlir_context(self, monkeypatch):
+        from jax._src.interpreters import mlir
+
+        from pallaslab._src.core.jax_adapter import lowering
+
+        # Newer JAX hands out one reused context per thread: pallaslab never takes it.
+        def shared_context():
+            raise AssertionError("pallaslab asked for JAX's own MLIR context")
+
+        modules = []
+        for case, platform, kwargs, backend in (
+            (corpus.seed_matmul(), "cuda", {}, "triton"),
+            (corpus.blocked_add(), "cuda", {"mosaic_gpu": True}, "mosaic_gpu"),
+            (corpus.kacc_matmul(), "tpu", {"tpu_generation": "v5e"}, "mosaic_tpu"),
+        ):
+            site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
+            module = lowering.lower_module(
+                lowering.kernel_function(site), lowering.kernel_avals(site), platform, **kwargs
+            )
+            modules.append((module, backend))
+        monkeypatch.setattr(mlir, "make_ir_context", shared_context)
+        for module, backend in modules:
+            (payload,) = lowering.kernel_payloads(module)
+            assert payload.backend == backend
+        context = lowering.private_context(lambda ctx: None)
+        assert not context.allow_unregistered_dialects
+
+    def test_gpu_lowering_gets_an_abstract_gpu(self):
+        import importlib
+
+        from jax._src import mesh as mesh_lib
+
+        from pallaslab._src.core.jax_adapter import lowering
+
+        with lowering.gpu_chip():
+            device = mesh_lib.get_abstract_mesh().abstract_device
+            assert (device.platform, device.device_kind) == ("cuda", "NVIDIA H100")
+        try:  # 0.11+: Pallas asks which GPU (and fails without one)
+            gpu_info = importlib.import_module("jax._src.pallas.triton.gpu_info")
+        except ImportError:  # 0.10: it assumes sm_90 without asking
+            gpu_info = None
+        if gpu_info is not None:
+            with lowering.gpu_chip():
+                assert gpu_info.get_gpu_info().compute_capability == 90
+            with lowering.gpu_chip("NVIDIA A100"):
+                assert gpu_info.get_gpu_info().compute_capability == 80
+        case = corpus.seed_matmul(64, 64, 64)
+        site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
+        for kind in (None, "NVIDIA A100"):
+            module = lowering.lower_module(
+                lowering.kernel_function(site), lowering.kernel_avals(site), "cuda",
+                gpu_device_kind=kind,
+            )  # fmt: skip
+            assert lowering.kernel_payloads(module)[0].backend == "triton"
+
+    @pytest.mark.gpu
+    def test_on_a_gpu_the_real_device_answers_and_kernels_run(self):
+        from jax._src import mesh as mesh_lib
+
+        from pallaslab._src.core.jax_adapter import lowering
+
+        with lowering.gpu_chip():
+            assert mesh_lib.get_abstract_mesh().abstract_device is None
+        case = corpus.seed_matmul(256, 256, 256)
+        inspection = pallaslab.inspect(case.fn, *case.args)
+        assert inspection.lower("triton").ok
+        result = inspection.run(ref=case.reference)
+        assert result.comparison.ok and result.mode == "compiled"
+
+    def test_mosaic_gpu_default_semantics_and_the_layout_hint(self, monkeypatch):
+        from pallaslab._src.core.jax_adapter import lowering as adapter_lowering
+        from pallaslab._src.core.lowering import engine
+        from pallaslab._src.lowered import LoweringError
+
+        assert adapter_lowering.mosaic_gpu_default_semantics() in ("Lane", "Warpgroup")
+        kernel = pallaslab.inspect(*_blocked_add_args()).kernels[0]
+        error = LoweringError("ValueError: Failed to infer a possible set of layouts.")
+        for semantics, hinted in (("Lane", False), ("Warpgroup", True)):  # 0.10, 0.11
+            monkeypatch.setattr(jax_adapter, "mosaic_gpu_default_semantics", lambda s=semantics: s)
+            message = engine.mosaic_gpu_layout_hint(error, kernel).message
+            assert ("LoweringSemantics.Lane" in message) == hinted
+
+    def test_names_removed_in_jax_0_11_are_not_used(self):
+        import pathlib
+        import re
+
+        # pltpu.semaphore / DeviceIdType / semaphore_* were removed in 0.11 (pl.* stay);
+        # plgpu.kernel(out_shape=) is deprecated for out_type=.
+        removed = re.compile(
+            r"pltpu\.(semaphore\b|DeviceIdType|semaphore_(read|signal|wait))|"
+            r"plgpu\.kernel\([^)]*out_shape="
+        )
+        root = pathlib.Path(__file__).resolve().parents[1]
+        files = [
+            *root.glob("pallaslab/**/*.py"),
+            *root.glob("benchmarks/*.py"),
+            *root.glob("notebooks/**/*.py"),
+            *root.glob("notebooks/*.ipynb"),
+        ]
+        hits = [str(f) for f in files if removed.search(f.read_text(encoding="utf-8"))]
+        assert hits == []
+        import inspect as pyinspect
+
+        from jax.experimental.pallas import mosaic_gpu as plgpu
+
+        assert "out_type" in pyinspect.signature(plgpu.kernel).parameters
+
+
+class TestMemoizedKernelTraces:
+    """From 0.11 JAX memoizes kernel-body traces without the grid in the key."""
+
+    def test_forget_clears_the_memo_where_there_is_one(self, monkeypatch):
+        from pallaslab._src.core.jax_adapter import shapes
+
+        cleared = []
+
+        def memoized():  # 0.11+: a weakref_lru_cache with cache_clear
+            pass
+
+        memoized.cache_clear = lambda: cleared.append(True)
+        monkeypatch.setattr(shapes.partial_eval, "trace_to_jaxpr", memoized)
+        shapes.forget_kernel_traces()
+        assert cleared == [True]
+        monkeypatch.setattr(shapes.partial_eval, "trace_to_jaxpr", lambda: None)  # no memo
+        shapes.forget_kernel_traces()
+        monkeypatch.delattr(shapes.partial_eval, "trace_to_jaxpr")  # older: none at all
+        shapes.forget_kernel_traces()
+
+    def test_a_kernel_reused_on_another_grid_sees_its_own_num_programs(self):
+        from jax.experimental.pallas import tpu as pltpu
+
+        def kernel(x_ref, y_ref, o_ref, acc_ref):
+            @pl.when(pl.program_id(2) == 0)
+            def _():
+                acc_ref[...] = jnp.zeros_like(acc_ref)
+
+            acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+            @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+            def _():
+                o_ref[...] = acc_ref[...]
+
+        def matmul(x, y, block=32):
+            (m, k), (_, n) = x.shape, y.shape
+            return pl.pallas_call(
+                kernel,
+                out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+                grid=(m // block, n // block, k // block),
+                in_specs=[
+                    pl.BlockSpec((block, block), lambda i, j, kk: (i, kk)),
+                    pl.BlockSpec((block, block), lambda i, j, kk: (kk, j)),
+                ],
+                out_specs=pl.BlockSpec((block, block), lambda i, j, kk: (i, j)),
+                scratch_shapes=[pltpu.VMEM((block, block), jnp.float32)],
+            )(x, y)
+
+        # Same blocks, grids (2, 2, 2) then (1, 2, 4): the second must not reuse the
+        # first's body with num_programs(2) == 2 folded in.
+        for (m, k), n in (((64, 64), 64), ((32, 128), 64)):
+            x = jax.random.normal(jax.random.key(0), (m, k))
+            y = jax.random.normal(jax.random.key(1), (k, n))
+            result = pallaslab.inspect(matmul, x, y).run(ref=lambda a, b: a @ b)
+            assert result.comparison.ok, (m, k, n)
+            np.testing.assert_allclose(pallaslab.emulate(matmul)(x, y), x @ y, atol=1e-4)
+
+
+class TestVersionNotices:
+    """What one version cannot do is said by the one target it concerns."""
+
+    def test_without_the_triton_backend_only_triton_targets_say_so(self, monkeypatch):
+        from pallaslab._src.core.jax_adapter import probes
+
+        assert jax_adapter.feature_notice("triton-lowering") is None  # 0.10, 0.11 have it
+        monkeypatch.setitem(
+            probes.FEATURES, "triton-lowering", (False, "jax._src.pallas.triton is not in it")
+        )
+        case = corpus.seed_matmul()
+        inspection = pallaslab.inspect(case.fn, *case.args)
+        for target in ("triton", "ptx:sm_90"):
+            lowered = inspection.lower(target)
+            assert lowered.error.kind == "unavailable"
+            assert f"with jax {jax.__version__}" in lowered.error.message
+            assert "'mosaic-gpu' target" in lowered.error.message
+        assert inspection.lower("stablehlo").ok
+        other = corpus.blocked_add()
+        assert pallaslab.inspect(other.fn, *other.args).lower("mosaic-tpu:v5e").ok
+
+    def test_deprecations_become_notes_of_the_lowering(self):
+        import warnings
+
+        from pallaslab._src.core.jax_adapter import lowering
+
+        with lowering.deprecation_notices() as notices:
+            warnings.warn("old API", DeprecationWarning, stacklevel=1)
+            warnings.warn("old API", DeprecationWarning, stacklevel=1)
+        assert notices == [f"jax {jax.__version__}: old API"]
+        # Both 0.10 and 0.11 deprecate pl.pallas_call for Mosaic GPU (0.11 also Triton).
+        case = corpus.blocked_add()
+        lowered = pallaslab.inspect(case.fn, *case.args).lower("mosaic-gpu")
+        assert any("pallas_call" in note and "deprecated" in note for note in lowered.notes)
+
+
+def _blocked_add_args():
+    case = corpus.blocked_add()
+    return (case.fn, *case.args)

@@ -42,14 +42,30 @@ def lines(filename: str) -> list[str]:
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 
 
+# Packages whose frames are never the user's, wherever they are installed from (a
+# source checkout on PYTHONPATH, an editable install, Debian's dist-packages).
+_LIBRARY_PACKAGES = ("jax", "jaxlib")
+
+
 def is_library_file(filename: str) -> bool:
     """Whether the file belongs to pallaslab, an installed package or Python itself."""
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
     return (
         "site-packages" in filename
+        or "dist-packages" in filename
         or filename.startswith(_PACKAGE_DIR)
         or any(filename.startswith(str(Path(p) / "lib")) for p in prefixes)
+        or any(filename.startswith(d) for d in _library_dirs())
     )
+
+
+def _library_dirs() -> list[str]:
+    found = []
+    for name in _LIBRARY_PACKAGES:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file:
+            found.append(str(Path(file).parent) + "/")
+    return found
 
 
 @dataclasses.dataclass(frozen=True)

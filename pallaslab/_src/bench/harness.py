@@ -188,6 +188,7 @@ def prepare(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any])
         return fn(*call_args, **call_kwargs)
 
     backend = jax.default_backend()
+    jax_adapter.forget_kernel_traces()  # kernels reused on another grid trace afresh
     started = time.perf_counter()
     # Timed runs take the path a normal run takes (emulated on CPU).
     with running.kernel_scope():

@@ -1067,6 +1067,7 @@ def emulate(
         backend = jax.default_backend()
         if backend != "cpu":
             jax_adapter.install_platform_rule(backend)
+        jax_adapter.forget_kernel_traces()  # kernels reused on another grid trace afresh
         with (
             adapter.emulation_scope(request),
             jax_adapter.auto_interpret(),

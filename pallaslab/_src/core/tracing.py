@@ -45,6 +45,7 @@ def inspect(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Inspection:
 
 def trace_program(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Program:
     """Traces `fn` and returns the core's view of the program (JAX objects inside)."""
+    jax_adapter.forget_kernel_traces()  # kernels reused on another grid trace afresh
     leaves, treedef = jax.tree_util.tree_flatten((tuple(args), dict(kwargs)))
     dynamic = [_is_array_like(leaf) for leaf in leaves]
     dynamic_leaves = [leaf for leaf, d in zip(leaves, dynamic, strict=True) if d]

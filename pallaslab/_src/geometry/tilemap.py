@@ -45,12 +45,13 @@ SCHEDULES: tuple[Schedule, ...] = ("tpu", "gpu")
 # How an operand reaches the kernel.
 #   pipelined: BlockSpec blocks copied between HBM and VMEM / shared memory.
 #   prefetch:  a scalar-prefetch operand, copied whole to SMEM once, before the grid.
-#   manual:    left in HBM (`pl.ANY`, mesh kernels): the body copies what it needs.
+#   manual:    left in HBM or host memory (`pl.ANY`, `pl.HOST`, mesh kernels): the body
+#              copies what it needs.
 #   scratch:   a kernel-local buffer, never in HBM.
 #   unmapped:  its index map could not be evaluated here (see `reason`).
 Access = Literal["pipelined", "prefetch", "manual", "scratch", "unmapped"]
 
-_MANUAL_SPACES = frozenset({"any", "hbm", "gmem", "semaphore", "semaphore_mem"})
+_MANUAL_SPACES = frozenset({"any", "hbm", "host", "gmem", "semaphore", "semaphore_mem"})
 # Cells of a compressed coverage beyond which counting is refused (memory).
 _MAX_CELLS = 1 << 27
 

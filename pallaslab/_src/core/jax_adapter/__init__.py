@@ -17,6 +17,7 @@ program output), `gpu_timing` (kernel times on GPU).
 `gpu_export` (a kernel or program exported for CUDA as lowered for one GPU chip).
 `emulation` (a pallas_call's body, blocks and padding, for the emulator).
 `chips` (the TPU chip Pallas' lookups answer for, while tracing and lowering).
+`shapes` (private shapes that moved between JAX versions, read one way).
 """
 
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
@@ -70,6 +71,9 @@ from pallaslab._src.core.jax_adapter.kernels import (
     primitives_outside_kernels as primitives_outside_kernels,
 )
 from pallaslab._src.core.jax_adapter.lowering import KernelPayload as KernelPayload
+from pallaslab._src.core.jax_adapter.lowering import (
+    deprecation_notices as deprecation_notices,
+)
 from pallaslab._src.core.jax_adapter.lowering import export_for_tpu as export_for_tpu
 from pallaslab._src.core.jax_adapter.lowering import kernel_avals as kernel_avals
 from pallaslab._src.core.jax_adapter.lowering import kernel_function as kernel_function
@@ -82,6 +86,9 @@ from pallaslab._src.core.jax_adapter.lowering import (
     lowering_error_primitive as lowering_error_primitive,
 )
 from pallaslab._src.core.jax_adapter.lowering import module_text as module_text
+from pallaslab._src.core.jax_adapter.lowering import (
+    mosaic_gpu_default_semantics as mosaic_gpu_default_semantics,
+)
 from pallaslab._src.core.jax_adapter.lowering import sites_on_chip as sites_on_chip
 from pallaslab._src.core.jax_adapter.lowering import tpu_chip as tpu_chip
 from pallaslab._src.core.jax_adapter.lowering import tpu_chip_known as tpu_chip_known
@@ -89,3 +96,4 @@ from pallaslab._src.core.jax_adapter.outputs import output_writers as output_wri
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES as CALL_PRIMITIVES
 from pallaslab._src.core.jax_adapter.probes import MESH_KERNELS as MESH_KERNELS
 from pallaslab._src.core.jax_adapter.probes import feature_notice as feature_notice
+from pallaslab._src.core.jax_adapter.shapes import forget_kernel_traces as forget_kernel_traces

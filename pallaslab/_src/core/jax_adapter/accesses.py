@@ -25,6 +25,13 @@ from pallaslab._src.core.jax_adapter.probes import (
     state_indexing,
     tree_util,
 )
+from pallaslab._src.core.jax_adapter.shapes import (
+    call_body,
+    closed_parts,
+    inner_jaxpr,
+    scan_counts,
+    scoped_refs,
+)
 from pallaslab._src.geometry.accesses import AccessKind, ElementAccess
 
 _NDIndexer: Any = getattr(state_indexing, "NDIndexer", None)
@@ -202,13 +209,15 @@ class Interpreter:
 
     def run(self, jaxpr: Any, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
         """Evaluates `jaxpr` (a Jaxpr) on concrete values and `Buffer`s."""
-        env: dict[Any, Any] = {}
+        return self._run_inputs(jaxpr, [*jaxpr.constvars, *jaxpr.invars], [*consts, *args])
+
+    def _run_inputs(self, jaxpr: Any, inputs: Sequence[Any], values: Sequence[Any]) -> list[Any]:
+        """Evaluates `jaxpr` with each of `inputs` (its variables) bound to a value."""
+        env: dict[Any, Any] = dict(zip(inputs, values, strict=True))
 
         def read(atom: Any) -> Any:
             return atom.val if isinstance(atom, jax_core.Literal) else env[atom]
 
-        env.update(zip(jaxpr.constvars, consts, strict=True))
-        env.update(zip(jaxpr.invars, args, strict=True))
         for eqn in jaxpr.eqns:
             self.steps += 1
             if self.steps > MAX_STEPS:
@@ -360,8 +369,8 @@ class Interpreter:
 
     def _scan(self, eqn: Any, values: list[Any]) -> list[Any]:
         params = eqn.params
-        closed = params["jaxpr"]
-        num_consts, num_carry = int(params["num_consts"]), int(params["num_carry"])
+        body, body_consts = closed_parts(params["jaxpr"])
+        num_consts, num_carry = scan_counts(params)
         length = int(params["length"])
         consts = values[:num_consts]
         carry = values[num_consts : num_consts + num_carry]
@@ -369,9 +378,7 @@ class Interpreter:
         ys: list[list[Any]] = []
         order = range(length - 1, -1, -1) if params.get("reverse") else range(length)
         for t in order:
-            outs = self.run(
-                closed.jaxpr, closed.consts, [*consts, *carry, *(np.asarray(x)[t] for x in xs)]
-            )
+            outs = self.run(body, body_consts, [*consts, *carry, *(np.asarray(x)[t] for x in xs)])
             carry, y = outs[:num_carry], outs[num_carry:]
             ys.append(y)
         if params.get("reverse"):
@@ -384,24 +391,26 @@ class Interpreter:
 
     def _while(self, eqn: Any, values: list[Any]) -> list[Any]:
         params = eqn.params
-        cond, body = params["cond_jaxpr"], params["body_jaxpr"]
+        cond, cond_own = closed_parts(params["cond_jaxpr"])
+        body, body_own = closed_parts(params["body_jaxpr"])
         n_cond, n_body = int(params["cond_nconsts"]), int(params["body_nconsts"])
         cond_consts, body_consts = values[:n_cond], values[n_cond : n_cond + n_body]
         carry = values[n_cond + n_body :]
-        while bool(np.asarray(self.run(cond.jaxpr, cond.consts, [*cond_consts, *carry])[0])):
-            carry = self.run(body.jaxpr, body.consts, [*body_consts, *carry])
+        while bool(np.asarray(self.run(cond, cond_own, [*cond_consts, *carry])[0])):
+            carry = self.run(body, body_own, [*body_consts, *carry])
         return carry
 
     def _cond(self, eqn: Any, values: list[Any]) -> list[Any]:
         branches = eqn.params["branches"]
         index = int(np.clip(int(np.asarray(values[0])), 0, len(branches) - 1))
-        branch = branches[index]
-        return self.run(branch.jaxpr, branch.consts, values[1:])
+        branch, consts = closed_parts(branches[index])
+        return self.run(branch, consts, values[1:])
 
     def _run_scoped(self, eqn: Any, values: list[Any]) -> list[Any]:
-        jaxpr = eqn.params["jaxpr"]
+        jaxpr = inner_jaxpr(eqn.params["jaxpr"])
+        outer, allocated = scoped_refs(eqn)
         buffers = []
-        for var in jaxpr.invars:
+        for var in allocated:
             aval = getattr(var.aval, "inner_aval", var.aval)
             shape = tuple(getattr(aval, "shape", ()))
             try:
@@ -413,7 +422,8 @@ class Interpreter:
             )
             self.scoped.append(buffer)
             buffers.append(buffer)
-        return self.run(jaxpr, values, buffers)
+        # The closed-over refs take the equation's inputs, whatever this JAX calls them.
+        return self._run_inputs(jaxpr, [*outer, *allocated], [*values, *buffers])
 
 
 def _gather(data: np.ndarray, view: _View) -> tuple[np.ndarray, np.ndarray]:
@@ -439,11 +449,8 @@ def _fill(dtype: Any) -> Any:
 
 
 def _sub_jaxpr(eqn: Any) -> tuple[Any, list[Any]] | None:
-    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
-        sub = eqn.params.get(key)
-        if sub is not None:
-            return getattr(sub, "jaxpr", sub), list(getattr(sub, "consts", []))
-    return None
+    sub = call_body(eqn.params)
+    return None if sub is None else closed_parts(sub)
 
 
 def _where(eqn: Any) -> tuple[str, int]:

@@ -25,6 +25,13 @@ import numpy as np
 from pallaslab._src.core.jax_adapter import instrument
 from pallaslab._src.core.jax_adapter.kernels import KernelSite, kernel_from_site
 from pallaslab._src.core.jax_adapter.probes import PALLAS_CALL, jax_core, source_info_util
+from pallaslab._src.core.jax_adapter.shapes import (
+    call_body,
+    closed_parts,
+    inner_jaxpr,
+    scan_counts,
+    with_consts,
+)
 from pallaslab._src.records import Kernel
 
 try:
@@ -356,11 +363,11 @@ def _layout(block_mapping: Any) -> BlockLayout | str:
 def _index_map_function(closed: Any) -> Callable[..., tuple[Any, ...]]:
     # Index maps may read scalar-prefetch refs: discharge them into plain values, as
     # Pallas' interpreter does, and keep only the block indices.
-    discharged = state_discharge.discharge_state(closed)
-    count = len(closed.jaxpr.outvars)
+    discharged, consts = closed_parts(state_discharge.discharge_state(closed))
+    count = len(inner_jaxpr(closed).outvars)
 
     def index_map(*args: Any) -> tuple[Any, ...]:
-        values = jax_core.eval_jaxpr(discharged.jaxpr, discharged.consts, *args)
+        values = jax_core.eval_jaxpr(discharged, consts, *args)
         return tuple(values[:count])
 
     return index_map
@@ -387,7 +394,9 @@ def _program_body(params: dict[str, Any], grid: tuple[int, ...]) -> ProgramBody:
     # num_programs stay primitives there, even inside loops and branches.
     with mapping.trace_env():
         physical, consts = hlo_interpreter.resolve_physical_types(jaxpr, ())
-        discharged = state_discharge.discharge_state(jax_core.ClosedJaxpr(physical, consts))
+        discharged, discharged_consts = closed_parts(
+            state_discharge.discharge_state(with_consts(inner_jaxpr(physical), consts))
+        )
 
     def traced(pids: Sequence[Any], *values: Any) -> list[Any]:
         if mapping.local_grid_env is not None:
@@ -396,7 +405,7 @@ def _program_body(params: dict[str, Any], grid: tuple[int, ...]) -> ProgramBody:
             env = tuple(
                 pallas_core.GridAxis(pids[d], grid[d]) for d in range(len(grid)) if d not in vmapped
             )
-        return _eval_with_grid(discharged.jaxpr, discharged.consts, values, env)
+        return _eval_with_grid(discharged, discharged_consts, values, env)
 
     pid_avals = [jax.ShapeDtypeStruct((), jnp.int32) for _ in grid]
     value_avals = []
@@ -406,7 +415,7 @@ def _program_body(params: dict[str, Any], grid: tuple[int, ...]) -> ProgramBody:
     closed = jax.make_jaxpr(traced)(pid_avals, *value_avals)
     num_scalars = int(mapping.num_index_operands)
     num_blocks = len(mapping.block_mappings)
-    body = closed.jaxpr
+    body = inner_jaxpr(closed)
     value_invars = body.invars[len(grid) :]
     if len(body.outvars) != len(value_invars):
         raise NotImplementedError("the discharged kernel body does not return every buffer")
@@ -511,8 +520,7 @@ def _eval_with_grid(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], env:
 
 
 def _closed_fn(closed: Any, env: Any) -> Callable[..., list[Any]]:
-    inner = getattr(closed, "jaxpr", closed)
-    consts = list(getattr(closed, "consts", ()))
+    inner, consts = closed_parts(closed)
     return lambda *args: _eval_with_grid(inner, consts, args, env)
 
 
@@ -521,7 +529,7 @@ def _eval_higher_order(eqn: Any, inputs: list[Any], env: Any) -> list[Any]:
     params = eqn.params
     if name == "scan":
         body = _closed_fn(params["jaxpr"], env)
-        num_consts, num_carry = params["num_consts"], params["num_carry"]
+        num_consts, num_carry = scan_counts(params)
         consts = inputs[:num_consts]
         carry = inputs[num_consts : num_consts + num_carry]
         xs = inputs[num_consts + num_carry :]
@@ -559,11 +567,11 @@ def _eval_higher_order(eqn: Any, inputs: list[Any], env: Any) -> list[Any]:
         return list(
             jax.lax.switch(index, [lambda *o, f=f: list(f(*o)) for f in branches], *operands)
         )
-    # Calls (jit, closed_call, custom derivatives, checkpoints ...): inline the body.
-    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
-        sub = params.get(key)
-        if sub is not None and hasattr(getattr(sub, "jaxpr", sub), "eqns"):
-            return list(_closed_fn(sub, env)(*inputs))
+    # Calls (jit, closed_call / eval_jaxpr, custom derivatives, checkpoints ...): inline
+    # the body.
+    sub = call_body(params)
+    if sub is not None:
+        return list(_closed_fn(sub, env)(*inputs))
     raise NotImplementedError(f"program ids inside {name} are not supported by the emulator")
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from pallaslab._src.core.jax_adapter.kernels import KernelSite, mesh_backend, mesh_of
 from pallaslab._src.core.jax_adapter.probes import (
+    CALL_PRIMITIVES,
     PALLAS_CALL,
     feature_notice,
     jax_core,
@@ -23,6 +24,7 @@ from pallaslab._src.core.jax_adapter.probes import (
     source_info_util,
     trace_state,
 )
+from pallaslab._src.core.jax_adapter.shapes import call_body, closed_parts
 
 _auto_interpret = threading.local()
 
@@ -327,13 +329,13 @@ def kernel_inputs(site: KernelSite, program: Any, leaves: Sequence[Any]) -> list
     """
     if site.eqn is None or program.closed_jaxpr is None:
         return None
-    if any(e.primitive.name not in ("jit", "pjit", "closed_call") for e in site.trail):
+    if any(e.primitive.name not in CALL_PRIMITIVES for e in site.trail):
         return None
-    closed = program.closed_jaxpr
-    env = dict(zip(closed.jaxpr.constvars, closed.consts, strict=True))
-    env.update(zip(closed.jaxpr.invars, leaves, strict=True))
+    jaxpr, consts = closed_parts(program.closed_jaxpr)
+    env = dict(zip(jaxpr.constvars, consts, strict=True))
+    env.update(zip(jaxpr.invars, leaves, strict=True))
     try:
-        return list(_evaluate_until(closed.jaxpr, env, [*site.trail, site.eqn]))
+        return list(_evaluate_until(jaxpr, env, [*site.trail, site.eqn]))
     except Exception:
         return None
 
@@ -357,10 +359,10 @@ def _evaluate_until(jaxpr: Any, env: dict[Any, Any], trail: list[Any]) -> list[A
         if eqn is target:
             if len(trail) == 1:
                 return values
-            sub = eqn.params["jaxpr"]
-            inner = dict(zip(sub.jaxpr.constvars, sub.consts, strict=True))
-            inner.update(zip(sub.jaxpr.invars, values, strict=True))
-            return _evaluate_until(sub.jaxpr, inner, trail[1:])
+            sub, consts = closed_parts(call_body(eqn.params))
+            inner = dict(zip(sub.constvars, consts, strict=True))
+            inner.update(zip(sub.invars, values, strict=True))
+            return _evaluate_until(sub, inner, trail[1:])
         outputs = eqn.primitive.bind(*values, **eqn.params)
         if not eqn.primitive.multiple_results:
             outputs = [outputs]

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from pallaslab._src import indexmap as ix
-from pallaslab._src.core.jax_adapter.probes import jax_core
+from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES, jax_core
+from pallaslab._src.core.jax_adapter.shapes import call_body, closed_parts
 
 
 def index_map_from_jaxpr(
@@ -24,8 +25,8 @@ def index_map_from_jaxpr(
             where a `pl.BoundedSlice` dimension returns a `pl.ds(start, size)`
             whose start and size may each be static or traced.
     """
-    debug = closed.jaxpr.debug_info
-    jaxpr = closed.jaxpr
+    jaxpr, consts = closed_parts(closed)
+    debug = jaxpr.debug_info
     names = list(getattr(debug, "arg_names", None) or ())
     if len(names) != len(jaxpr.invars):
         names = [*_grid_letters(num_grid), *prefetch_names]
@@ -35,7 +36,7 @@ def index_map_from_jaxpr(
     line = int(getattr(debug, "func_lineno", 0) or 0)
     env: dict[Any, ix.Expr] = {v: ix.arg(k, names[k]) for k, v in enumerate(jaxpr.invars)}
     try:
-        for var, value in zip(jaxpr.constvars, closed.consts, strict=True):
+        for var, value in zip(jaxpr.constvars, consts, strict=True):
             env[var] = ix.const(int(np.asarray(value)))
         flat = _translate(jaxpr, env)
         outputs, sizes = _split_slices(flat, out_tree)
@@ -104,15 +105,17 @@ def _translate(jaxpr: Any, env: dict[Any, ix.Expr]) -> list[ix.Expr]:
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         args = [read(a) for a in eqn.invars]
-        if name in ("pjit", "jit", "closed_call", "core_call"):
+        if name in CALL_PRIMITIVES:
             short = _NAMED_JITS.get(str(eqn.params.get("name", "")))
+            sub = call_body(eqn.params)
             if short and len(args) == 2:
                 results = [ix.apply(short, *args)]
+            elif sub is None:
+                raise _UntranslatableError
             else:
-                sub = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
-                sub_jaxpr = getattr(sub, "jaxpr", sub)
+                sub_jaxpr, sub_consts = closed_parts(sub)
                 inner = dict(zip(sub_jaxpr.invars, args, strict=True))
-                for var, value in zip(sub_jaxpr.constvars, getattr(sub, "consts", []), strict=True):
+                for var, value in zip(sub_jaxpr.constvars, sub_consts, strict=True):
                     inner[var] = ix.const(int(np.asarray(value)))
                 results = _translate(sub_jaxpr, inner)
         elif name == "convert_element_type":

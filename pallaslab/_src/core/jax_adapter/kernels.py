@@ -16,6 +16,7 @@ from pallaslab._src.core.jax_adapter.probes import (
     jax_core,
     source_info_util,
 )
+from pallaslab._src.core.jax_adapter.shapes import grid_axis_names, inner_jaxpr, scoped_refs
 from pallaslab._src.core.jax_adapter.work import count_work
 from pallaslab._src.records import CostEstimate, Kernel, KernelWork, Operand, Role, SourceLocation
 
@@ -42,7 +43,7 @@ class KernelSite:
 def find_kernel_sites(closed_jaxpr: Any) -> list[KernelSite]:
     """Every Pallas kernel in a traced program, in program order, depth first."""
     sites: list[KernelSite] = []
-    _walk(closed_jaxpr.jaxpr, (), (), sites)
+    _walk(inner_jaxpr(closed_jaxpr), (), (), sites)
     return sites
 
 
@@ -87,7 +88,7 @@ def primitives_outside_kernels(closed_jaxpr: Any) -> list[str]:
             for sub in jax_core.jaxprs_in_params(eqn.params):
                 walk(sub)
 
-    walk(closed_jaxpr.jaxpr)
+    walk(inner_jaxpr(closed_jaxpr))
     return found
 
 
@@ -180,7 +181,7 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
         name=params.get("name") or debug.func_name,
         kind="pallas_call",
         grid=grid,
-        grid_names=_names(grid_mapping.grid_names),
+        grid_names=grid_axis_names(grid_mapping.grid_names, num_grid, grid_mapping.vmapped_dims),
         operands=tuple(operands),
         jaxpr=text,
         jaxpr_source_map=source_map,
@@ -241,7 +242,7 @@ def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
         name=str(name),
         kind=mesh_kernel_kind(site.primitive, backend),
         grid=grid,
-        grid_names=_names(names),
+        grid_names=grid_axis_names(names, len(grid), ()),
         operands=tuple(operands),
         jaxpr=text,
         jaxpr_source_map=source_map,
@@ -386,8 +387,7 @@ def _scoped_allocations(jaxpr: Any) -> list[Any]:
     found: list[Any] = []
     for eqn in jaxpr.eqns:
         if eqn.primitive.name == "run_scoped":
-            inner = eqn.params["jaxpr"]
-            found.extend(v.aval for v in inner.invars)
+            found.extend(v.aval for v in scoped_refs(eqn)[1])
         for sub in jax_core.jaxprs_in_params(eqn.params):
             found.extend(_scoped_allocations(sub))
     return found
@@ -407,10 +407,6 @@ def _clean_arg_name(name: str | None) -> str:
 
 def _grid_dim(dim: Any) -> int:
     return int(dim) if isinstance(dim, (int, np.integer)) else -1
-
-
-def _names(names: Any) -> tuple[str, ...] | None:
-    return tuple(str(n) for n in names) if names else None
 
 
 def _block_dim(dim: Any) -> tuple[str, int | None]:

@@ -17,6 +17,7 @@ import importlib
 import json
 import pickle
 import types
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -79,6 +80,8 @@ class KernelPayload:
         generic_asm: The module in MLIR's generic op form (Triton only): other
             builds of the dialect (the triton package's) parse it even where the
             custom syntax of an op changed between versions.
+        notices: What JAX warned about while lowering it (deprecations: the Triton
+            backend from 0.11, `pl.pallas_call` for Mosaic GPU ...).
     """
 
     backend: str
@@ -86,6 +89,7 @@ class KernelPayload:
     asm: str
     params: tuple[tuple[str, Any], ...] = ()
     generic_asm: str = ""
+    notices: tuple[str, ...] = ()
 
     def param(self, key: str, default: Any = None) -> Any:
         """One launch parameter."""
@@ -155,6 +159,33 @@ def tpu_chip(generation: str, *, fallback: bool = False) -> contextlib.AbstractC
     return chips.chip_scope(generation, fallback=fallback)
 
 
+# The GPU that Pallas lowers for when none is at hand: what jax 0.10 assumed (sm_90).
+DEFAULT_GPU_DEVICE_KIND = "NVIDIA H100"
+
+
+@contextlib.contextmanager
+def gpu_chip(device_kind: str | None = None) -> Iterator[None]:
+    """Within the block, Pallas lowers for CUDA as if on this GPU.
+
+    From jax 0.11, Pallas' Triton lowering asks which GPU it lowers for and fails with
+    "No supported GPU devices found" when the default device is no GPU (0.10 assumed
+    sm_90); Mosaic GPU reads the same. An abstract mesh carrying an abstract CUDA
+    device (public JAX API) answers, as `tpu_chip` does for TPUs. With a GPU as the
+    default device and no `device_kind` asked for, the real GPU answers instead.
+    """
+    if device_kind is None and jax.default_backend() in ("gpu", "cuda"):
+        yield
+        return
+    device = jax.sharding.AbstractDevice(
+        device_kind=device_kind or DEFAULT_GPU_DEVICE_KIND, num_cores=None, platform="cuda"
+    )
+    mesh = jax.sharding.AbstractMesh(
+        (1,), ("_pallaslab",), (jax.sharding.AxisType.Explicit,), abstract_device=device
+    )
+    with jax.sharding.use_abstract_mesh(mesh):
+        yield
+
+
 def lower_module(
     fn: Callable[..., Any],
     args: Sequence[Any],
@@ -162,12 +193,20 @@ def lower_module(
     *,
     mosaic_gpu: bool | None = None,
     tpu_generation: str | None = None,
+    gpu_device_kind: str | None = None,
 ) -> Any:
     """Lowers `fn(*args)` for a platform; returns the StableHLO module.
 
     `platform` is "cuda", "tpu" or "cpu"; None lowers for the backend at hand.
+    `gpu_device_kind` names the GPU a CUDA lowering is for (e.g. "NVIDIA A100");
+    without one, the GPU at hand, else `DEFAULT_GPU_DEVICE_KIND`.
     """
-    chip = tpu_chip(tpu_generation) if tpu_generation else contextlib.nullcontext()
+    if tpu_generation:
+        chip: contextlib.AbstractContextManager[None] = tpu_chip(tpu_generation)
+    elif platform == "cuda":
+        chip = gpu_chip(gpu_device_kind)
+    else:
+        chip = contextlib.nullcontext()
     # Mesh kernels get an interpreter only where they run on this CPU.
     cross = platform not in (None, "cpu")
     with gpu_backend(mosaic_gpu), chip, execution.mesh_interpret(not cross):
@@ -184,6 +223,26 @@ def sites_on_chip(fn: Callable[..., Any], args: Sequence[Any], generation: str) 
     with tpu_chip(generation), execution.mesh_interpret(False):
         closed = jax.make_jaxpr(fn)(*args)
     return find_kernel_sites(closed)
+
+
+@contextlib.contextmanager
+def deprecation_notices() -> Iterator[list[str]]:
+    """Collects the deprecation warnings JAX gives in the block, as one-line notices.
+
+    Recorded instead of shown (or raised), so a view can say them once, beside what
+    they are about. The list is filled when the block ends.
+    """
+    found: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        try:
+            yield found
+        finally:
+            for warning in caught:
+                if issubclass(warning.category, DeprecationWarning):
+                    text = f"jax {jax.__version__}: {warning.message}"
+                    if text not in found:
+                        found.append(text)
 
 
 def module_text(module: Any) -> str:
@@ -235,8 +294,7 @@ def _triton_payload(attributes: Any) -> KernelPayload:
         if key in config
     ]
     name = ir.StringAttr(config["name"]).value if "name" in config else ""
-    context = _require(jax_mlir, "jax._src.interpreters.mlir").make_ir_context()
-    _require(jax_triton, "jax._src.lib.triton").dialect.register_dialect(context)
+    context = private_context(_require(jax_triton, "jax._src.lib.triton").dialect.register_dialect)
     asm, generic = _parse_and_print(bytecode, context, generic=True)
     return KernelPayload("triton", name, asm, tuple(params), generic)
 
@@ -244,8 +302,9 @@ def _triton_payload(attributes: Any) -> KernelPayload:
 def _mosaic_gpu_payload(attributes: Any) -> KernelPayload:
     config = _config_dict(attributes)
     bytecode = ir.StringAttr(config["module"]).value_bytes
-    context = _require(jax_mlir, "jax._src.interpreters.mlir").make_ir_context()
-    _require(jax_mosaic_gpu, "jax._src.lib.mosaic_gpu_dialect").register_dialect(context)
+    context = private_context(
+        _require(jax_mosaic_gpu, "jax._src.lib.mosaic_gpu_dialect").register_dialect
+    )
     # The module is stored in Mosaic GPU's versioned (serialized) form: undo that.
     asm, _ = _parse_and_print(bytecode, context, "mosaic_gpu-serde{serialize=false}")
     name = _module_name(asm)
@@ -256,13 +315,30 @@ def _mosaic_tpu_payload(attributes: Any) -> KernelPayload:
     config = json.loads(ir.StringAttr(attributes["backend_config"]).value)
     call_config = config["custom_call_config"]
     bytecode = base64.b64decode(call_config["body"])
-    context = _require(jax_mlir, "jax._src.interpreters.mlir").make_ir_context()
-    _require(jax_tpu, "jax._src.lib.tpu").register_dialect(context)
+    context = private_context(_require(jax_tpu, "jax._src.lib.tpu").register_dialect)
     asm, _ = _parse_and_print(bytecode, context, "mosaic-serde{serialize=false}")
     params = tuple(
         (k, v) for k, v in call_config.items() if k != "body" and isinstance(v, (str, int, bool))
     )
     return KernelPayload("mosaic_tpu", _first_func_name(asm), asm, params)
+
+
+def private_context(register_dialect: Callable[[Any], None]) -> Any:
+    """A fresh MLIR context of pallaslab's own, with one kernel dialect registered.
+
+    Never JAX's: `mlir.make_ir_context()` hands out a per-thread context that JAX
+    reuses for its own lowerings (from the main branch after 0.11.0), so registering
+    a dialect on it, or allowing unregistered dialects, would change JAX's context.
+    This one holds the upstream dialects JAX registers (func, arith, scf, gpu, llvm,
+    nvvm ...; JAX's `upstream_dialects` registry) and the kernel's own.
+    """
+    context = _require(ir, "jax._src.lib.mlir.ir").Context()
+    registry = getattr(jax_mlir, "upstream_dialects", None)
+    if registry is not None:
+        context.append_dialect_registry(registry)
+        context.load_all_available_dialects()
+    register_dialect(context)
+    return context
 
 
 def _parse_and_print(
@@ -311,6 +387,21 @@ def export_for_tpu(fn: Callable[..., Any], args: Sequence[Any], generation: str)
     with tpu_chip(generation), execution.mesh_interpret(False):
         exported = jax.export.export(jax.jit(fn), platforms=["tpu"])(*args)
     return pickle.dumps(dataclasses.replace(exported, _get_vjp=None))
+
+
+def mosaic_gpu_default_semantics() -> str:
+    """How Mosaic GPU lowers a kernel that asks for nothing: "Lane" or "Warpgroup".
+
+    Lane semantics up to jax 0.10, warpgroup semantics from 0.11 (the default of
+    `plgpu.CompilerParams.lowering_semantics`); "" when this JAX does not say.
+    """
+    params = getattr(_optional("jax._src.pallas.mosaic_gpu.core"), "CompilerParams", None)
+    if params is None or not dataclasses.is_dataclass(params):
+        return ""
+    for field in dataclasses.fields(params):
+        if field.name == "lowering_semantics":
+            return str(getattr(field.default, "name", ""))
+    return ""
 
 
 def tpu_chip_known(generation: str) -> bool:

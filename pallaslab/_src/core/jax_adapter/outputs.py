@@ -7,6 +7,7 @@ from typing import Any
 
 from pallaslab._src.core.jax_adapter.kernels import KernelSite
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES, jax_core
+from pallaslab._src.core.jax_adapter.shapes import inner_jaxpr
 
 
 def output_writers(closed_jaxpr: Any, sites: Sequence[KernelSite]) -> list[tuple[int, int] | None]:
@@ -19,7 +20,7 @@ def output_writers(closed_jaxpr: Any, sites: Sequence[KernelSite]) -> list[tuple
         after the kernel, or by no kernel).
     """
     owners = {id(site.eqn): k for k, site in enumerate(sites) if site.eqn is not None}
-    jaxpr = closed_jaxpr.jaxpr
+    jaxpr = inner_jaxpr(closed_jaxpr)
     return [_writer(jaxpr, var, owners) for var in jaxpr.outvars]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -57,16 +58,21 @@ PALLAS_CALL = "pallas_call"
 # `plgpu.kernel` binds `mpmd_map` in jax 0.10; `pl.core_map` binds `core_map`.
 MESH_KERNELS = frozenset({"mpmd_map", "core_map"})
 # Call-like primitives: one body whose inputs and results are the equation's, one to
-# one, so analyses follow values straight into the body.
+# one, so analyses follow values straight into the body. `eval_jaxpr` replaces
+# `closed_call` / `call` on JAX's main branch (after 0.11.0); `jax.checkpoint` binds
+# `remat2` (0.10 and 0.11), `checkpoint` / `remat` in older JAX.
 CALL_PRIMITIVES = frozenset(
     {
         "pjit",
         "jit",
         "closed_call",
         "core_call",
+        "call",
+        "eval_jaxpr",
         "custom_jvp_call",
         "custom_vjp_call",
         "custom_vjp_call_jaxpr",
+        "remat2",
         "remat",
         "checkpoint",
     }
@@ -93,6 +99,13 @@ def _feature(name: str, available: bool, why: str) -> tuple[str, bool, str]:
     return name, available, why
 
 
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a parent package is missing
+        return False
+
+
 FEATURES: dict[str, tuple[bool, str]] = {
     name: (ok, why)
     for name, ok, why in (
@@ -110,6 +123,14 @@ FEATURES: dict[str, tuple[bool, str]] = {
             and hasattr(state_indexing, "Slice")
             and tree_util is not None,
             "jax._src.state.indexing.NDIndexer / Slice not found",
+        ),
+        # Pallas' Triton backend: deprecated from jax 0.11 for Mosaic GPU, to be removed.
+        _feature(
+            "triton-lowering",
+            _module_exists("jax._src.pallas.triton.pallas_call_registration")
+            and _module_exists("jax._src.lib.triton"),
+            "Pallas' Triton backend (jax._src.pallas.triton) is not in it; JAX deprecated "
+            "it in 0.11 for Mosaic GPU",
         ),
         _feature(
             "record-kernels",

@@ -8,6 +8,7 @@ from typing import Any
 import jax.numpy as jnp
 
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES, jax_core
+from pallaslab._src.core.jax_adapter.shapes import inner_jaxpr
 from pallaslab._src.records import KernelWork
 
 _TRANSCENDENTAL = frozenset(
@@ -105,7 +106,7 @@ def _is_floating(aval: Any) -> bool:
 
 def count_work(jaxpr: Any, programs: int) -> KernelWork:
     """The work of one program of a kernel body, times the number of programs."""
-    flops, transcendentals, exact = _count(getattr(jaxpr, "jaxpr", jaxpr))
+    flops, transcendentals, exact = _count(inner_jaxpr(jaxpr))
     return KernelWork(flops * programs, transcendentals * programs, exact)
 
 
@@ -128,12 +129,12 @@ def _count(jaxpr: Any) -> tuple[int, int, bool]:
         elif name in _REDUCTIONS:
             flops += _size(eqn.invars[0].aval)
         elif name == "scan":
-            inner = _count(eqn.params["jaxpr"].jaxpr)
+            inner = _count(inner_jaxpr(eqn.params["jaxpr"]))
             length = int(eqn.params["length"])
             flops, transcendentals = flops + length * inner[0], transcendentals + length * inner[1]
             exact = exact and inner[2]
         elif name == "cond":
-            branches = [_count(b.jaxpr) for b in eqn.params["branches"]]
+            branches = [_count(inner_jaxpr(b)) for b in eqn.params["branches"]]
             costliest = max(branches)
             flops, transcendentals = flops + costliest[0], transcendentals + costliest[1]
             exact = exact and len(set(branches)) == 1

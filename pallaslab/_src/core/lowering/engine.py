@@ -134,6 +134,14 @@ class Lowerer:
             _check_mesh_target(kernel, target)
         if target.kind == "mosaic-gpu":
             return self._mosaic_gpu(target, kernel)
+        if target.kind == "triton" and (notice := jax_adapter.feature_notice("triton-lowering")):
+            raise LoweringFailedError(
+                LoweringError(
+                    f"{notice}: the '{target.name}' target needs it. The 'mosaic-gpu' target "
+                    "shows this kernel's GPU lowering.",
+                    kind="unavailable",
+                )
+            )
         if target.kind == "triton" and target.stage == "ttir":
             return self._ttir(target, kernel)
         if target.kind == "triton":
@@ -235,13 +243,14 @@ class Lowerer:
             site = self._site(kernel, chip)
             try:
                 function = jax_adapter.kernel_function(site)
-                module = jax_adapter.lower_module(
-                    function,
-                    jax_adapter.kernel_avals(site),
-                    platform,
-                    mosaic_gpu=mosaic_gpu,
-                    tpu_generation=chip,
-                )
+                with jax_adapter.deprecation_notices() as notices:
+                    module = jax_adapter.lower_module(
+                        function,
+                        jax_adapter.kernel_avals(site),
+                        platform,
+                        mosaic_gpu=mosaic_gpu,
+                        tpu_generation=chip,
+                    )
                 payloads = jax_adapter.kernel_payloads(module)
             except LoweringFailedError:
                 raise
@@ -254,7 +263,7 @@ class Lowerer:
                         kernel.call_site or kernel.source,
                     )
                 )
-            return payloads[0]
+            return dataclasses.replace(payloads[0], notices=tuple(notices))
 
         return self._share(("payload", kernel.index, platform, mosaic_gpu, chip), make)
 
@@ -288,7 +297,10 @@ class Lowerer:
         )
 
     def _mosaic_gpu(self, target: Target, kernel: Kernel) -> Lowered:
-        payload = self._payload(kernel, "cuda", mosaic_gpu=True)
+        try:
+            payload = self._payload(kernel, "cuda", mosaic_gpu=True)
+        except LoweringFailedError as failed:
+            raise LoweringFailedError(mosaic_gpu_layout_hint(failed.error, kernel)) from None
         if payload.backend != "mosaic_gpu":
             raise LoweringFailedError(
                 LoweringError(
@@ -298,7 +310,7 @@ class Lowerer:
                     kernel.call_site or kernel.source,
                 )
             )
-        return self._finish(target, kernel, payload.asm, notes=(MOSAIC_GPU_NOTE,))
+        return self._finish(target, kernel, payload.asm, notes=(*payload.notices, MOSAIC_GPU_NOTE))
 
     def _triton_payload(self, kernel: Kernel) -> jax_adapter.KernelPayload:
         payload = self._payload(kernel, "cuda", mosaic_gpu=False)
@@ -316,7 +328,7 @@ class Lowerer:
         payload = self._triton_payload(kernel)
         params = ", ".join(f"{k}={v}" for k, v in payload.params)
         header = f"{self._header(target, kernel)} Launch: {params}."
-        return self._finish(target, kernel, payload.asm, header=header)
+        return self._finish(target, kernel, payload.asm, header=header, notes=payload.notices)
 
     def _triton_build(self, kernel: Kernel, arch: str) -> triton_build.TritonBuild:
         payload = self._triton_payload(kernel)
@@ -353,6 +365,7 @@ class Lowerer:
             kernel,
             build.texts[target.stage],
             resources=gpu_resources(build),
+            notes=self._triton_payload(kernel).notices,
         )
 
     def _mosaic_tpu(self, target: Target, kernel: Kernel) -> Lowered:
@@ -698,6 +711,31 @@ def explain(
         location or _location_in_text(text, kernel) or _site(kernel),
         detail=text,
     )
+
+
+_LAYOUTS = "Failed to infer a possible set of layouts"
+
+
+def mosaic_gpu_layout_hint(error: LoweringError, kernel: Kernel) -> LoweringError:
+    """Says why Mosaic GPU found no layout, when its default lowering is the cause.
+
+    From jax 0.11 Mosaic GPU lowers with warpgroup semantics unless a kernel asks
+    otherwise, and kernels that lowered with jax 0.10's lane semantics can fail here.
+    """
+    chose = any(name == "lowering_semantics" for name, _ in kernel.compiler_params)
+    if _LAYOUTS not in error.message or chose:
+        return error
+    if jax_adapter.mosaic_gpu_default_semantics() != "Warpgroup":
+        return error
+    hint = (
+        f" jax {jax.__version__} lowers Mosaic GPU kernels with warpgroup semantics unless "
+        "they ask otherwise (from jax 0.11; 0.10 used lane semantics): every array is laid "
+        "out over a warpgroup's 128 threads, and this kernel's arrays could not be (arrays "
+        "smaller than a warpgroup are a usual cause). "
+        "`plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Lane)` selects "
+        "jax 0.10's lowering, whose error may say more."
+    )
+    return dataclasses.replace(error, message=error.message + hint)
 
 
 def _site(kernel: Kernel | None) -> SourceLocation | None:
