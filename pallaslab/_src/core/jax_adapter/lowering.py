@@ -164,26 +164,53 @@ DEFAULT_GPU_DEVICE_KIND = "NVIDIA H100"
 
 
 @contextlib.contextmanager
-def gpu_chip(device_kind: str | None = None) -> Iterator[None]:
+def gpu_chip(
+    device_kind: str | None = None, compute_capability: tuple[int, int] | None = None
+) -> Iterator[list[str]]:
     """Within the block, Pallas lowers for CUDA as if on this GPU.
 
     From jax 0.11, Pallas' Triton lowering asks which GPU it lowers for and fails with
     "No supported GPU devices found" when the default device is no GPU (0.10 assumed
-    sm_90); Mosaic GPU reads the same. An abstract mesh carrying an abstract CUDA
-    device (public JAX API) answers, as `tpu_chip` does for TPUs. With a GPU as the
-    default device and no `device_kind` asked for, the real GPU answers instead.
+    sm_90). An abstract mesh carrying an abstract CUDA device (public JAX API) answers,
+    as `tpu_chip` does for TPUs. Mosaic GPU asks its own architecture query
+    (`mosaic.gpu.core._infer_arch`: the default device's, else sm_90); with a
+    `compute_capability` it is answered too (JAX has no public way to name a target
+    GPU yet). With a GPU as the default device and no chip asked for, the real GPU
+    answers instead.
+
+    Yields:
+        Notices for what could not be set for the chip (filled in the block).
     """
-    if device_kind is None and jax.default_backend() in ("gpu", "cuda"):
-        yield
+    notices: list[str] = []
+    if (
+        device_kind is None
+        and compute_capability is None
+        and jax.default_backend() in ("gpu", "cuda")
+    ):
+        yield notices
         return
+    mosaic_core: Any = _optional("jax.experimental.mosaic.gpu.core") if compute_capability else None
+    patched = mosaic_core is not None and callable(getattr(mosaic_core, "_infer_arch", None))
+    if mosaic_core is not None and not patched:
+        notices.append(
+            f"jax {jax.__version__}'s Mosaic GPU has no architecture query pallaslab can "
+            "answer: its lowering chose the architecture itself (sm_90 without a GPU)."
+        )
+    saved = mosaic_core._infer_arch if patched else None
     device = jax.sharding.AbstractDevice(
         device_kind=device_kind or DEFAULT_GPU_DEVICE_KIND, num_cores=None, platform="cuda"
     )
     mesh = jax.sharding.AbstractMesh(
         (1,), ("_pallaslab",), (jax.sharding.AxisType.Explicit,), abstract_device=device
     )
-    with jax.sharding.use_abstract_mesh(mesh):
-        yield
+    try:
+        if patched:
+            mosaic_core._infer_arch = lambda: compute_capability
+        with jax.sharding.use_abstract_mesh(mesh):
+            yield notices
+    finally:
+        if patched:
+            mosaic_core._infer_arch = saved
 
 
 def lower_module(
@@ -202,7 +229,7 @@ def lower_module(
     without one, the GPU at hand, else `DEFAULT_GPU_DEVICE_KIND`.
     """
     if tpu_generation:
-        chip: contextlib.AbstractContextManager[None] = tpu_chip(tpu_generation)
+        chip: contextlib.AbstractContextManager[Any] = tpu_chip(tpu_generation)
     elif platform == "cuda":
         chip = gpu_chip(gpu_device_kind)
     else:
