@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from pallaslab._src import settings, sources
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import compile_cache, jax_adapter
 from pallaslab._src.core.diagnose import Diagnosis
 from pallaslab._src.core.session import CellOptions, execute_cell, is_user_source
 from pallaslab._src.targets import parse_target
@@ -145,6 +146,8 @@ class KernelMagics(Magics):
         assert shell is not None
         filename = self._register_cell(line, cell)
         jax_adapter.install_cpu_interpret()
+        user_settings = settings.load()
+        _follow_compile_settings(user_settings)
 
         def name_source(file: str) -> str | None:
             if file == filename:
@@ -165,7 +168,7 @@ class KernelMagics(Magics):
                 ref=options.ref,
                 run=not options.no_run,
                 # The "interpret" setting (JupyterLab's settings editor) is a default --interpret.
-                interpret=options.interpret or settings.load().interpret,
+                interpret=options.interpret or user_settings.interpret,
             ),
             name_source=name_source,
         )
@@ -335,7 +338,17 @@ def _problem(diagnosis: Diagnosis) -> Problem:
     return Problem(where=where, summary=diagnosis.summary, hint=diagnosis.hint, kind=diagnosis.kind)
 
 
+def _follow_compile_settings(user_settings: settings.Settings) -> None:
+    """The "Persistent compile cache" setting, applied before the cell compiles anything."""
+    problem = compile_cache.follow_setting(
+        user_settings.persistent_compile_cache, user_settings.persistent_compile_cache_dir
+    )
+    if problem:
+        warnings.warn(problem, stacklevel=1)
+
+
 def load(shell: Any) -> None:
     """Registers the magic and lets kernels run on CPU in interpret mode."""
     jax_adapter.install_cpu_interpret()
+    _follow_compile_settings(settings.load())
     shell.register_magics(KernelMagics)

@@ -10,10 +10,15 @@ one compiled computation:
 - `confirm_races` runs the grid in seeded orders the backend allows (concurrent
   programs reading the same state, TPU cores not reading output blocks back) and
   compares with the grid's order.
+
+Those programs are compiled through the compile cache, keyed on the kernel, the plan
+and the variants: checking an unchanged kernel again (a cell run again) compiles
+nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core import emulator
+from pallaslab._src.core import compile_cache, emulator
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.records import Leak, RaceCheck, SourceLocation
@@ -40,8 +45,29 @@ def _run_variants(
     def run(*args: Any) -> list[list[Any]]:
         return [emulator.run_call(call, plan, args, request) for request in requests]
 
-    results = jax.jit(run)(*operands)
+    what = ("variants", _kernel_key(call, plan), tuple(_for_call(r, call) for r in requests))
+    results = compile_cache.compile_keyed(what, run, operands)(*operands)
     return [[np.asarray(o) for o in outputs] for outputs in results]
+
+
+def _kernel_key(call: adapter.KernelCall, plan: emulator.Plan) -> tuple[Any, ...]:
+    """What the emulator's program for this kernel is built from (for the compile cache).
+
+    The pallas_call's parameters determine `call`; the plan is derived from it but
+    named anyway, being what `run_call` follows.
+    """
+    return (call.params, plan)
+
+
+def _for_call(request: emulator.Request, call: adapter.KernelCall) -> emulator.Request:
+    """The request as it acts on this kernel.
+
+    Its target (a name with a source line, different each time a cell runs) is
+    resolved to "this kernel" or "not this one".
+    """
+    if request.applies_to(emulator.kernel_key(call.record)):
+        return dataclasses.replace(request, target="")
+    return emulator.Request(mode=request.mode)
 
 
 def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -147,7 +173,9 @@ def find_leaks(
     def run(args: Sequence[Any], fills: dict[int, Any]) -> list[Any]:
         return emulator.run_call(call, plan, args, emulator.EMULATE, fills)
 
-    batched = jax.jit(jax.vmap(run, in_axes=(None, 0)))(list(operands), table)
+    args = (list(operands), table)
+    what = ("leaks", _kernel_key(call, plan))
+    batched = compile_cache.compile_keyed(what, jax.vmap(run, in_axes=(None, 0)), args)(*args)
     results = [[np.asarray(o[v]) for o in batched] for v in range(len(chosen))]
     base, varied = results[0], results[1]
     if not any(_differs(a, b).any() for a, b in zip(base, varied, strict=True)):

@@ -26,6 +26,7 @@ goes to Pallas' own interpreter with a one-line notice.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
@@ -254,6 +255,7 @@ def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.Ke
     if key not in per_body or per_body[key][0].params["grid_mapping"] is not mapping:
         call = adapter.kernel_call(params, in_avals)
         try:
+            _reuse_body(call, params)
             plan = make_plan(call)
         except Exception as error:  # an unfamiliar kernel: Pallas' interpreter runs it
             plan = Plan(
@@ -266,6 +268,30 @@ def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.Ke
             )
         per_body[key] = (call, plan)
     return per_body[key]
+
+
+# Discharged kernel bodies by what the kernel is: a cell run again defines its kernel
+# anew, and discharging it again is most of the analysis (bounded, oldest out).
+_bodies: collections.OrderedDict[Any, adapter.ProgramBody] = collections.OrderedDict()
+_MAX_BODIES = 64
+
+
+def _reuse_body(call: adapter.KernelCall, params: dict[str, Any]) -> None:
+    """Gives `call` the body of an identical kernel analysed before, or remembers its own."""
+    if call.unsupported:
+        return
+    try:
+        key = (jax_adapter.value_key(params), call.grid)
+    except Exception:  # a kernel the key cannot describe is analysed afresh
+        return
+    body = _bodies.get(key)
+    if body is None:
+        _bodies[key] = call.program
+        while len(_bodies) > _MAX_BODIES:
+            _bodies.popitem(last=False)
+    else:
+        _bodies.move_to_end(key)
+        vars(call)["program"] = body  # KernelCall.program is a cached_property: seed it
 
 
 def plan_for_site(site: jax_adapter.KernelSite) -> Plan:

@@ -12,7 +12,7 @@ import jax
 import numpy as np
 
 from pallaslab._src.closeness import element_errors
-from pallaslab._src.core import checking, emulator, jax_adapter
+from pallaslab._src.core import checking, compile_cache, emulator, jax_adapter, tracing
 from pallaslab._src.core.inspection import Program
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.records import (
@@ -101,7 +101,7 @@ def run_program(
             or never-written memory, and confirm races by running kernels in other
             orders. None (the default) checks whenever the emulator ran every kernel.
     """
-    if program.jitted is None or program.rebuild is None:
+    if program.flat_fn is None or program.rebuild is None:
         raise ValueError("no single program was traced; name a call to run it")
     leaves = (
         program.dynamic_leaves(args, kwargs)
@@ -113,7 +113,9 @@ def run_program(
     plans = [emulator.plan_for_site(site) for site in program.sites] if emulating else []
     started = time.perf_counter()
     with kernel_scope(interpret):
-        outputs = jax.block_until_ready(program.jitted(*leaves))
+        # Compiled by what the program is: an unchanged cell run again skips XLA.
+        compiled = compile_cache.compile_function(program.flat_fn, leaves, **tracing.run_options())
+        outputs = jax.block_until_ready(compiled(*leaves))
     seconds = time.perf_counter() - started
     flat_outputs = [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)]
     comparison = None

@@ -14,6 +14,7 @@ touches), `work` (arithmetic counted from a body), `outputs` (which kernel write
 program output), `gpu_timing` (kernel times on GPU).
 `lowering` (lowering one kernel for GPU/TPU, reading the kernel out of the module).
 `emulation` (a pallas_call's body, blocks and padding, for the emulator).
+`fingerprint` (a traced program as a hashable key, for the compile cache).
 """
 
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
@@ -31,6 +32,7 @@ from pallaslab._src.core.jax_adapter.execution import (
     install_platform_rule as install_platform_rule,
 )
 from pallaslab._src.core.jax_adapter.execution import kernel_inputs as kernel_inputs
+from pallaslab._src.core.jax_adapter.execution import lowering_state as lowering_state
 from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetch_values
 from pallaslab._src.core.jax_adapter.execution import recording_kernels as recording_kernels
 from pallaslab._src.core.jax_adapter.execution import same_kernel as same_kernel
@@ -39,6 +41,11 @@ from pallaslab._src.core.jax_adapter.execution import site_function as site_func
 from pallaslab._src.core.jax_adapter.execution import (
     site_prefetch_offset as site_prefetch_offset,
 )
+from pallaslab._src.core.jax_adapter.fingerprint import KeyStats as KeyStats
+from pallaslab._src.core.jax_adapter.fingerprint import program_key as program_key
+from pallaslab._src.core.jax_adapter.fingerprint import trace_context as trace_context
+from pallaslab._src.core.jax_adapter.fingerprint import traced_key as traced_key
+from pallaslab._src.core.jax_adapter.fingerprint import value_key as value_key
 from pallaslab._src.core.jax_adapter.gpu_timing import kernel_timer_notice as kernel_timer_notice
 from pallaslab._src.core.jax_adapter.gpu_timing import kernel_times as kernel_times
 from pallaslab._src.core.jax_adapter.indexmaps import (
