@@ -1,6 +1,7 @@
 """The `pallaslab` command: lowered kernels as text, for scripts, diffs and CI.
 
     pallaslab lower kernels.py:matmul --target ptx:sm_90 --args "bf16[1024,1024],bf16[1024,1024]"
+    pallaslab reproduce kernels.py:matmul --args "f32[256,128],f32[128,256]" -o bug.py
     pallaslab targets
 
 `lower` runs FILE.py as a module, traces FUNC on the arguments `--args` describes
@@ -210,6 +211,33 @@ def _lower(options: argparse.Namespace) -> int:
     return 0
 
 
+def _reproduce(options: argparse.Namespace) -> int:
+    import pallaslab  # noqa: PLC0415
+    from pallaslab._src.targets import parse_target  # noqa: PLC0415
+
+    if options.target:
+        try:
+            parse_target(options.target)
+        except ValueError as error:
+            raise CliError(str(error)) from None
+    fn = load_function(options.function)
+    args, kwargs = parse_args_spec(options.args or "")
+    inspection = pallaslab.inspect(fn, *args, **kwargs)
+    kernel: str | int = options.kernel or 0
+    if isinstance(kernel, str) and kernel.isdigit():
+        kernel = int(kernel)
+    try:
+        written = inspection.reproducer(
+            options.output, options.save_inputs, kernel=kernel, target=options.target
+        )
+    except KeyError as error:
+        raise CliError(error.args[0] if error.args else str(error)) from None
+    except (ValueError, RuntimeError) as error:
+        raise CliError(f"no reproducer written: {error}") from None
+    print(written)
+    return 0
+
+
 def _targets() -> int:
     from pallaslab._src.targets import (  # noqa: PLC0415
         all_targets,
@@ -255,6 +283,25 @@ def parser() -> argparse.ArgumentParser:
     lower.add_argument("--resources", action="store_true", help="print the resources instead")
     lower.add_argument("--no-header", action="store_true", help="omit the provenance header")
     lower.add_argument("--json", action="store_true", help="the whole record as JSON")
+    reproduce = commands.add_parser(
+        "reproduce",
+        help="write a standalone script reproducing a kernel call",
+        description="Trace FUNC from FILE.py on the arguments --args describes and write "
+        "a script, needing jax and numpy only, that rebuilds one kernel call and reproduces "
+        "its result (or, with --target, its lowering).",
+    )
+    reproduce.add_argument("function", metavar="FILE.py:FUNC", help="the callable to trace")
+    reproduce.add_argument(
+        "--args", "-a", default="", metavar="SPEC", help="FUNC's arguments, as for `lower`"
+    )
+    reproduce.add_argument("--output", "-o", default="reproducer.py", help="the script to write")
+    reproduce.add_argument("--kernel", "-k", help="the kernel's name or index (default: the first)")
+    reproduce.add_argument("--target", "-t", help="lower for this target instead of running")
+    reproduce.add_argument(
+        "--save-inputs",
+        action="store_true",
+        help="save the operands and pallaslab's outputs beside the script (.npz)",
+    )
     commands.add_parser("targets", help="list the targets")
     return root
 
@@ -272,6 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if options.command == "targets":
             return _targets()
+        if options.command == "reproduce":
+            return _reproduce(options)
         return _lower(options)
     except CliError as error:
         print(f"pallaslab: {error}", file=sys.stderr)

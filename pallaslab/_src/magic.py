@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,13 @@ class KernelMagics(Magics):
         help=f"Store the inspection under this name (default {DEFAULT_NAME}).",
     )
     @argument(
+        "--reproducer",
+        metavar="PATH",
+        help="Write a standalone script (jax and numpy only) that rebuilds the first "
+        "kernel's call, with its operands saved beside it (PATH.npz), and reproduces its "
+        "result, or with --target its lowering.",
+    )
+    @argument(
         "--target",
         metavar="T",
         help="Lower the (first) kernel for this target, e.g. ptx:sm_90 or mosaic-tpu:v5e, "
@@ -137,6 +145,12 @@ class KernelMagics(Magics):
             except ValueError as error:
                 raise UsageError(f"--target: {error}") from None
         space = self._tune_space(call, options)
+        options.reproducer = unquote(options.reproducer)
+        if options.reproducer and call is None:
+            raise UsageError(
+                "--reproducer rebuilds the call on the magic line; name one, as in "
+                "`%%kernel matmul(a, b) --reproducer bug.py`"
+            )
         if options.bench and call is None:
             raise UsageError(
                 "--bench times the call on the magic line; name one, as in "
@@ -186,6 +200,8 @@ class KernelMagics(Magics):
             display(Inspector(inspection, problem, selected=selected))
         if outcome.last_value is not None and diagnosis is None:
             display(outcome.last_value)
+        if options.reproducer and inspection is not None and inspection.kernels:
+            diagnosis = _write_reproducer(inspection, options.reproducer, options.target, diagnosis)
         if diagnosis is not None:
             if options.traceback and outcome.error is not None:
                 raise outcome.error
@@ -331,6 +347,26 @@ def _locate_mismatches(inspection: Any) -> Any:
         return with_located_mismatches(inspection)
     except Exception:  # locating is extra: never lose the inspection over it
         return inspection
+
+
+def _write_reproducer(
+    inspection: Any, path: str, target: str | None, diagnosis: Diagnosis | None
+) -> Diagnosis | None:
+    """`--reproducer PATH`: the script, with the cell's operands; says what it wrote.
+
+    Written also when the cell failed after tracing (that failure is what it
+    reproduces). A reproducer that cannot be written is the cell's error, unless the
+    cell already has one.
+    """
+    try:
+        written = inspection.reproducer(path, save_inputs=True, target=target)
+    except (ValueError, RuntimeError, OSError) as error:
+        if diagnosis is not None:
+            print(f"No reproducer written: {error}", file=sys.stderr)
+            return diagnosis
+        return Diagnosis("reproducer", f"No reproducer written: {error}")
+    print(written)
+    return diagnosis
 
 
 def _problem(diagnosis: Diagnosis) -> Problem:
