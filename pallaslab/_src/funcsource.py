@@ -141,10 +141,9 @@ def function_source(fn: types.FunctionType) -> str:
 def _lambda_source(fn: types.FunctionType, text: str) -> str:
     """The text of the lambda expression that made `fn` (matched by its bytecode)."""
     code = fn.__code__
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        raise NotWritableError(f"{code.co_filename} is not valid Python") from None
+    tree = _parse_cell(text)
+    if tree is None:
+        raise NotWritableError(f"{code.co_filename} is not valid Python")
     candidates = [
         node
         for node in ast.walk(tree)
@@ -161,6 +160,20 @@ def _lambda_source(fn: types.FunctionType, text: str) -> str:
         f"the lambda at {code.co_filename}:{code.co_firstlineno} could not be told apart "
         "from the others on its line"
     )
+
+
+def _parse_cell(text: str) -> ast.Module | None:
+    """Python's structure of a file or notebook cell (magic lines read as blank)."""
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        pass
+    lines = text.splitlines(keepends=True)
+    blanked = "".join("\n" if line.lstrip().startswith(("%", "!")) else line for line in lines)
+    try:
+        return ast.parse(blanked)
+    except SyntaxError:
+        return None
 
 
 def _same_code(lambda_text: str, code: types.CodeType) -> bool:

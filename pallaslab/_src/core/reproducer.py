@@ -148,6 +148,8 @@ def write_reproducer(
             "a reproducer rebuilds a traced call; name one on the magic line "
             "(`%%kernel f(x) --reproducer bug.py`) or use pallaslab.inspect(f, *args)"
         )
+    if not inspection.kernels:
+        raise ValueError(f"{inspection.name} runs no Pallas kernel: there is nothing to rebuild")
     record = inspection.kernel(kernel)
     site = program.sites[record.index]
     if site.primitive != "pallas_call":
@@ -398,7 +400,9 @@ class _ScriptWriter:
             f"PLATFORM = {platform!r}  # lowering platform for TARGET",
             f"GPU_BACKEND = {gpu_backend!r}",
             f"TPU_CHIP = {chip!r}",
-            'INTERPRET = TARGET is None and jax.default_backend() == "cpu"',
+            f"PRINT_MODULE = {bool(target and target.kind == 'stablehlo')!r}"
+            "  # the whole lowered module, or only the kernel's IR",
+            'INTERPRET = PLATFORM is None and jax.default_backend() == "cpu"',
             "DEBUG = TARGET is not None  # Pallas prints the kernel's IR as it lowers it",
             "",
             f"kernel_call = {call_text}",
@@ -471,7 +475,8 @@ class _ScriptWriter:
             if params.get(key)
         )
         name = params.get("name") or getattr(params.get("name_and_src_info"), "name", None)
-        if isinstance(name, str) and name and name != capture.kernel_name(self.site):
+        function = getattr(construction.kernel, "func", construction.kernel)  # a partial's
+        if isinstance(name, str) and name and name != getattr(function, "__name__", None):
             arguments.append(f"name={name!r}")
         if params.get("metadata"):
             arguments.append(f"metadata={value_of(dict(params['metadata']), 'metadata')}")
@@ -646,7 +651,10 @@ def lower(args):
             lowered = traced.lower(lowering_platforms=(PLATFORM,))
         else:
             lowered = traced.lower()
-    print(lowered.as_text())
+    if PRINT_MODULE:
+        print(lowered.as_text())
+    else:
+        print(f"# lowered for {TARGET} without error: the kernel's IR is printed above")
     return 0
 
 

@@ -159,10 +159,3 @@ def construction_of(site: KernelSite, constructions: Sequence[Construction]) -> 
         if construction.jaxpr is body and construction.grid_mapping is mapping:
             return construction
     return None
-
-
-def kernel_name(site: KernelSite) -> str:
-    """The kernel function's name as JAX recorded it."""
-    debug = getattr(site.params.get("jaxpr"), "debug_info", None)
-    source = getattr(debug, "func_src_info", "") or ""
-    return source.split(" at ")[0] if source else "kernel"
