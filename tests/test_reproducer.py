@@ -7,7 +7,9 @@ inspection's own run in this process (the emulator), an independent path.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import re
 import subprocess
 import sys
@@ -26,10 +28,12 @@ from pallaslab._src.core import jax_adapter, running
 from pallaslab._src.core.reproducer import checksum
 from tests import corpus
 
-# Runs a script as `python script.py` would, with pallaslab and tests unimportable.
+# Runs scripts as `python script.py` would, in one fresh process where pallaslab (and
+# this repository's tests) cannot be imported; prints {script: [exit status, stdout,
+# stderr]} as JSON.
 _BLOCKED_RUN = textwrap.dedent(
     """
-    import runpy, sys
+    import contextlib, io, json, os, runpy, sys, traceback
 
     class Blocked:
         def find_spec(self, name, path=None, target=None):
@@ -38,24 +42,50 @@ _BLOCKED_RUN = textwrap.dedent(
             return None
 
     sys.meta_path.insert(0, Blocked())
-    script = sys.argv[1]
-    sys.argv = [script]
-    runpy.run_path(script, run_name="__main__")
+    results = {}
+    for script in sys.argv[1:]:
+        out, err = io.StringIO(), io.StringIO()
+        status = 0
+        os.chdir(os.path.dirname(script))
+        sys.argv = [script]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                runpy.run_path(script, run_name="__main__")
+            except SystemExit as exit:
+                status = exit.code if isinstance(exit.code, int) else 1
+            except BaseException:
+                traceback.print_exc()
+                status = 1
+        results[script] = [status, out.getvalue(), err.getvalue()]
+    print(json.dumps(results))
     """
 )
 
 
-def run_script(path: Path) -> subprocess.CompletedProcess[str]:
-    """Runs a reproducer in a fresh process where pallaslab cannot be imported."""
-    return subprocess.run(
-        [sys.executable, "-I", "-c", _BLOCKED_RUN, str(path)],
+@dataclasses.dataclass(frozen=True)
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_scripts(paths: list[Path]) -> dict[Path, Run]:
+    """Runs reproducers in one fresh process where pallaslab cannot be imported."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", _BLOCKED_RUN, *map(str, paths)],
         capture_output=True,
         text=True,
-        cwd=path.parent,
         env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
-        timeout=300,
+        timeout=600,
         check=False,
     )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    return {Path(k): Run(*v) for k, v in results.items()}
+
+
+def run_script(path: Path) -> Run:
+    return run_scripts([path])[path]
 
 
 def printed_checksums(stdout: str) -> list[str]:
@@ -77,14 +107,26 @@ def test_pallaslab_is_really_blocked(tmp_path):
     assert result.returncode != 0 and "No module named 'pallaslab' (blocked)" in result.stderr
 
 
+@pytest.fixture(scope="module")
+def corpus_runs(tmp_path_factory):
+    """Every corpus kernel's reproducer (inputs saved), run in one pallaslab-free process."""
+    written = {}
+    for build, kernel in CASES:
+        case = build()
+        inspection = pallaslab.inspect(case.fn, *case.args, **case.kwargs)
+        folder = tmp_path_factory.mktemp(f"{build.__name__}-{kernel}")
+        written[build, kernel] = (
+            inspection,
+            inspection.reproducer(folder / "bug.py", save_inputs=True, kernel=kernel),
+        )
+    runs = run_scripts([w.script for _, w in written.values()])
+    return {key: (inspection, w, runs[w.script]) for key, (inspection, w) in written.items()}
+
+
 @pytest.mark.parametrize(("build", "kernel"), CASES, ids=[f"{b.__name__}-{k}" for b, k in CASES])
-def test_the_corpus_reproduces_with_saved_inputs(build, kernel, tmp_path):
-    case = build()
-    inspection = pallaslab.inspect(case.fn, *case.args, **case.kwargs)
-    result = inspection.run(check=False)
-    written = inspection.reproducer(tmp_path / "bug.py", save_inputs=True, kernel=kernel)
+def test_the_corpus_reproduces_with_saved_inputs(build, kernel, corpus_runs):
+    inspection, written, run = corpus_runs[build, kernel]
     assert written.problems == () and written.inputs is not None and written.inputs.exists()
-    run = run_script(written.script)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "reproduced pallaslab's result" in run.stdout
     assert "bit for bit" in run.stdout
@@ -101,24 +143,28 @@ def test_the_corpus_reproduces_with_saved_inputs(build, kernel, tmp_path):
     assert got == [checksum(v) for v in jax.tree_util.tree_leaves(alone)]
     # Where the kernel writes a program output as is, that is the inspection's run's
     # output (by the emulator).
+    result = inspection.run(check=False)
     writers = jax_adapter.output_writers(program.closed_jaxpr, program.sites)
     for value, writer in zip(result.values, writers, strict=True):
         if writer is not None and writer[0] == kernel:
             assert got[writer[1]] == checksum(value)
 
 
-@pytest.mark.parametrize("build", [corpus.blocked_add, corpus.seed_matmul, corpus.kacc_matmul])
-def test_seeded_inputs_match_the_inspections_own(build, tmp_path):
+def test_seeded_inputs_match_the_inspections_own(tmp_path):
     # Without saved inputs the script makes the operands as pallaslab makes the
     # inspection's example arrays: for a kernel on the program's arguments, the same.
-    case = build()
-    inspection = pallaslab.inspect(case.fn, *case.args)
-    result = inspection.run(check=False)
-    written = inspection.reproducer(tmp_path / "seeded.py")
-    assert written.inputs is None and not (tmp_path / "seeded.npz").exists()
-    run = run_script(written.script)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert printed_checksums(run.stdout) == [checksum(v) for v in result.values]
+    expected, scripts = {}, []
+    for build in (corpus.blocked_add, corpus.seed_matmul, corpus.kacc_matmul):
+        case = build()
+        inspection = pallaslab.inspect(case.fn, *case.args)
+        written = inspection.reproducer(tmp_path / f"{build.__name__}.py")
+        assert written.inputs is None and not written.script.with_suffix(".npz").exists()
+        values = inspection.run(check=False).values
+        expected[written.script] = [checksum(v) for v in values]
+        scripts.append(written.script)
+    for script, run in run_scripts(scripts).items():
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert printed_checksums(run.stdout) == expected[script]
 
 
 # ---------------------------------------------------------------------------

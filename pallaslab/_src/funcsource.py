@@ -56,6 +56,16 @@ class NotWritableError(Exception):
 # Where library objects can be imported from.
 
 
+class _Reserved:
+    """Stands for a name the script defines for itself."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"the script's own {self.name}"
+
+
 class PublicNames:
     """Public import paths of library objects: `jax.nn.relu` is `from jax.nn import relu`.
 
@@ -279,6 +289,11 @@ class Script:
 
     # -- names ----------------------------------------------------------------
 
+    def reserve(self, names: Sequence[str]) -> None:
+        """Names the caller's own code defines: code reading them as globals is a problem."""
+        for name in names:
+            self._bound.setdefault(name, _Reserved(name))
+
     def taken(self, name: str) -> bool:
         """Whether the script already binds `name`."""
         return name in self._bound or name in self._imports
@@ -326,6 +341,13 @@ class Script:
     def bind(self, name: str, value: Any, reader: str = "") -> None:
         """Makes `name` mean `value` in the script (for code that reads `name`)."""
         if name in self._bound:
+            if isinstance(self._bound[name], _Reserved):
+                self._problem(
+                    name,
+                    f"{reader or 'the code'} reads a global `{name}`, a name the script uses "
+                    "for itself: rename it in your code",
+                )
+                return
             if self._bound[name] is value or _same_plain_value(self._bound[name], value):
                 return
             self._problem(

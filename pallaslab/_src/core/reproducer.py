@@ -73,6 +73,26 @@ _PUBLIC = funcsource.PublicNames(
     ]
 )
 
+# Names the script's own code defines: the user's code cannot have them too.
+_RESERVED = (
+    "TARGET",
+    "PLATFORM",
+    "GPU_BACKEND",
+    "TPU_CHIP",
+    "PRINT_MODULE",
+    "INTERPRET",
+    "DEBUG",
+    "INPUTS",
+    "EXPECTED",
+    "EXPECTED_ERROR",
+    "TOLERANCES",
+    "SAVED",
+    "kernel_call",
+    "hashlib",
+    "sys",
+    "Path",
+)
+
 # Floating outputs compare within these (rtol, atol relative to the largest magnitude),
 # as pallaslab's own runs do (`running.tolerance_for`).
 _TOLERANCES = {
@@ -359,6 +379,7 @@ class _ScriptWriter:
         script = self.script
         for name in ("np", "jax", "jnp", "pl"):  # the names the generated code uses
             script.module({v: k for k, v in _ALIASES.items()}[name], name)
+        script.reserve(_RESERVED)
         for line in ("import hashlib", "import sys", "from pathlib import Path"):
             script.require(line)
         kernel_text = self._expression(self.construction.kernel, "kernel")
@@ -588,17 +609,17 @@ def _pretty(value: Any) -> str:
 
 
 _RUNNER = """
-def checksum(x):
+def _checksum(x):
     \"\"\"SHA-256 of the array's bytes (16 hex digits), as pallaslab computes it.\"\"\"
     return hashlib.sha256(np.ascontiguousarray(np.asarray(x)).tobytes()).hexdigest()[:16]
 
 
-def as_numbers(x):
+def _as_numbers(x):
     x = np.asarray(x)
     return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
 
 
-def load_inputs():
+def _load_inputs():
     \"\"\"The operands: saved beside this file, else seeded random as pallaslab makes them.\"\"\"
     if SAVED:
         saved = Path(__file__).with_name(SAVED)
@@ -627,7 +648,7 @@ def load_inputs():
     return arrays, None
 
 
-def lower(args):
+def _lower(args):
     \"\"\"Lowers the call for TARGET and prints the module (Pallas prints the kernel's IR).\"\"\"
     import contextlib
 
@@ -658,18 +679,18 @@ def lower(args):
     return 0
 
 
-def compare(name, got, want, entry):
+def _compare(name, got, want, entry):
     \"\"\"One line for an output: equal to pallaslab's bit for bit, close, or not.\"\"\"
     got = np.asarray(got)
     theirs = f"{entry['dtype']}{list(entry['shape'])}"
     if f"{got.dtype.name}{list(got.shape)}" != theirs:
         return f"{name}: {got.dtype.name}{list(got.shape)}, pallaslab's is {theirs}", False
-    if checksum(got) == entry["sha256"]:
+    if _checksum(got) == entry["sha256"]:
         return f"{name}: equal to pallaslab's, bit for bit", True
     rtol, atol = TOLERANCES.get(entry["dtype"], (0.0, 0.0))
-    a = as_numbers(got)
+    a = _as_numbers(got)
     if want is not None:
-        b = as_numbers(want)
+        b = _as_numbers(want)
         scale = float(np.nanmax(np.abs(b))) if np.isfinite(b).any() else 1.0
         bad = ~np.isclose(a, b, rtol=rtol, atol=atol * scale, equal_nan=True)
         if not bad.any():
@@ -681,14 +702,14 @@ def compare(name, got, want, entry):
     slack = rtol * (abs(entry["sum"]) + 4 * entry["absmax"] * max(finite.size, 1) ** 0.5)
     if rtol and abs(finite.sum() - entry["sum"]) <= slack:
         return f"{name}: close to pallaslab's (sum {finite.sum():.6g}), not bit for bit", True
-    return f"{name}: DIFFERS (checksum {checksum(got)}, pallaslab's {entry['sha256']})", False
+    return f"{name}: DIFFERS (checksum {_checksum(got)}, pallaslab's {entry['sha256']})", False
 
 
-def main():
+def _main():
     print(f"jax {jax.__version__} on {jax.default_backend()}: {len(INPUTS)} operand(s)")
-    args, expected = load_inputs()
+    args, expected = _load_inputs()
     if TARGET is not None:
-        return lower(args)
+        return _lower(args)
     try:
         outputs = jax.tree_util.tree_leaves(jax.block_until_ready(kernel_call(*args)))
     except Exception as error:
@@ -699,14 +720,14 @@ def main():
     ok = len(outputs) == len(EXPECTED)
     for k, out in enumerate(outputs):
         out = np.asarray(out)
-        values = as_numbers(out)
+        values = _as_numbers(out)
         total = complex(values[np.isfinite(values)].sum())
         total_text = f"{total.real:.9g}" if not total.imag else f"{total:.9g}"
-        print(f"output {k}: {out.dtype.name}{list(out.shape)} sha256={checksum(out)}"
+        print(f"output {k}: {out.dtype.name}{list(out.shape)} sha256={_checksum(out)}"
               f" sum={total_text}")
         if k < len(EXPECTED):
             want = expected[k] if expected else None
-            line, same = compare(f"output {k}", out, want, EXPECTED[k])
+            line, same = _compare(f"output {k}", out, want, EXPECTED[k])
             print("  " + line)
             ok = ok and same
     if EXPECTED_ERROR:
@@ -717,5 +738,5 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main())
 """.strip()
