@@ -371,3 +371,16 @@ def test_traced_programs_have_the_shape_the_key_reads():
     assert jax_adapter.trace_context() == jax_adapter.trace_context()
     with emulator.scope(emulator.Request(order="gpu")):
         assert emulator.Request(order="gpu") in jax_adapter.trace_context()
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_compiled_kernels_are_reused_and_their_code_is_counted():
+    # Run with JAX_PLATFORMS=cuda: the seed matmul compiles to a Triton kernel.
+    a = jax.random.normal(jax.random.key(0), (512, 256), jnp.float32)
+    b = jax.random.normal(jax.random.key(1), (256, 512), jnp.float32)
+    first = pallaslab.inspect(corpus.make_seed_matmul(), a, b).run(a, b, check=False)
+    before = compiles()
+    second = pallaslab.inspect(corpus.make_seed_matmul(), a, b).run(a, b, check=False)
+    assert first.mode == "compiled" and compiles() == before
+    np.testing.assert_array_equal(first.values[0], second.values[0])
+    assert compile_cache.compile_cache_info().bytes > 0  # the GPU reports its code size

@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import json
 import re
+import runpy
 import subprocess
 import sys
 import textwrap
@@ -222,6 +223,29 @@ def test_closures_helpers_and_constants_are_written(tmp_path):
     assert printed_checksums(run.stdout) == [checksum(expected)]
 
 
+@jax.jit
+def _jitted_helper(v):
+    return v * 2.0 + 1.0
+
+
+@functools.partial(pl.pallas_call, out_shape=jax.ShapeDtypeStruct((16,), jnp.float32))
+def decorated_kernel(x_ref, o_ref):
+    o_ref[...] = _jitted_helper(x_ref[...])
+
+
+def test_decorators_are_kept_on_helpers_and_dropped_from_the_kernel(tmp_path):
+    # `@functools.partial(pl.pallas_call, ...)` makes the call; the script needs the
+    # kernel under it. `@jax.jit` on a helper is part of the helper.
+    inspection = pallaslab.inspect(decorated_kernel, jax.ShapeDtypeStruct((16,), jnp.float32))
+    written = inspection.reproducer(tmp_path / "decorated.py")
+    text = written.script.read_text()
+    assert "@jax.jit\ndef _jitted_helper(v):" in text
+    assert "\ndef decorated_kernel(x_ref, o_ref):" in text
+    assert "@functools.partial(pl.pallas_call" not in text
+    run = run_script(written.script)
+    assert run.returncode == 0 and "reproduced pallaslab's result" in run.stdout, run.stderr
+
+
 class Settings:
     """An object of the user's own class: a reproducer cannot write it."""
 
@@ -244,6 +268,23 @@ def test_what_cannot_be_written_is_said_and_fails_clearly(tmp_path):
     run = run_script(written.script)
     assert run.returncode != 0
     assert "settings (a tests.test_reproducer.Settings) could not be written" in run.stderr
+
+
+def test_a_kernel_file_edited_since_it_ran_is_not_written_as_if_it_had_not(tmp_path):
+    module = tmp_path / "edited_kernels.py"
+    module.write_text(
+        "import jax, jax.numpy as jnp\n"
+        "from jax.experimental import pallas as pl\n\n"
+        "def triple_kernel(x_ref, o_ref):\n"
+        "    o_ref[...] = x_ref[...] * 3.0\n\n"
+        "triple = pl.pallas_call(triple_kernel, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32))\n"
+    )
+    namespace = runpy.run_path(str(module))
+    inspection = pallaslab.inspect(namespace["triple"], jax.ShapeDtypeStruct((8,), jnp.float32))
+    module.write_text(module.read_text().replace("* 3.0", "* 4.0"))  # edited afterwards
+    written = inspection.reproducer(tmp_path / "stale.py")
+    assert len(written.problems) == 1
+    assert "is not the code that ran (was the file edited" in written.problems[0]
 
 
 # ---------------------------------------------------------------------------
@@ -387,3 +428,17 @@ def test_without_a_traced_call_there_is_nothing_to_rebuild():
         jax.make_jaxpr(case.fn)(*case.args)
     with pytest.raises(ValueError, match="a reproducer rebuilds a traced call"):
         inspect_recorded(sites).reproducer("never.py")
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_script_runs_the_compiled_kernel(tmp_path):
+    # Run with JAX_PLATFORMS=cuda: pallaslab's outputs come from the compiled Triton
+    # kernel, and so do the script's.
+    case = corpus.seed_matmul()
+    inspection = pallaslab.inspect(case.fn, *case.args)
+    written = inspection.reproducer(tmp_path / "gpu.py", save_inputs=True)
+    done = subprocess.run(
+        [sys.executable, str(written.script)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reproduced pallaslab's result" in done.stdout

@@ -22,6 +22,7 @@ passes (`Script(writers=...)`).
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import builtins
@@ -140,12 +141,38 @@ def function_source(fn: types.FunctionType) -> str:
     if fn.__name__ == "<lambda>":
         return _lambda_source(fn, text)
     try:
-        source = inspect.getsource(fn)
+        source = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError) as error:
         raise NotWritableError(
             f"the source of {fn.__qualname__} is not available ({error})"
         ) from None
-    return textwrap.dedent(source)
+    if not _compiles_to(_without_decorators(source), code):
+        raise NotWritableError(
+            f"the source of {fn.__qualname__} in {code.co_filename} is not the code that "
+            "ran (was the file edited since it was imported?)"
+        )
+    return source
+
+
+def _compiles_to(def_source: str, code: types.CodeType) -> bool:
+    """Whether `def_source` compiles to `code` (in a function giving its free variables)."""
+    free = ", ".join(code.co_freevars)
+    wrapped = f"def _outer({free}):\n{textwrap.indent(def_source, '    ')}"
+    flags = code.co_flags & _FUTURE_FLAGS
+    try:
+        outer = compile(wrapped, code.co_filename, "exec", flags=flags, dont_inherit=True)
+    except SyntaxError:
+        return False
+    factory = next(c for c in outer.co_consts if isinstance(c, types.CodeType))
+    inner = [c for c in factory.co_consts if isinstance(c, types.CodeType)]
+    return any(c.co_name == code.co_name and _code_equal(c, code) for c in inner)
+
+
+_FUTURE_FLAGS = functools.reduce(
+    lambda flags, name: flags | getattr(__future__, name).compiler_flag,
+    __future__.all_feature_names,
+    0,
+)
 
 
 def _lambda_source(fn: types.FunctionType, text: str) -> str:
@@ -196,11 +223,18 @@ def _same_code(lambda_text: str, code: types.CodeType) -> bool:
 
 
 def _code_equal(a: types.CodeType, b: types.CodeType) -> bool:
-    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars) != (
-        b.co_code,
+    """Whether two code objects do the same thing.
+
+    Compared instruction by instruction, with what varies by context set aside: the
+    compiler calls `module.f()` with LOAD_ATTR where `module` was imported in the
+    same file and with LOAD_METHOD elsewhere, and jump offsets follow.
+    """
+    if (a.co_names, a.co_varnames, a.co_freevars, a.co_argcount, a.co_kwonlyargcount) != (
         b.co_names,
         b.co_varnames,
         b.co_freevars,
+        b.co_argcount,
+        b.co_kwonlyargcount,
     ):
         return False
     consts_a = [c for c in a.co_consts if not isinstance(c, types.CodeType)]
@@ -208,10 +242,44 @@ def _code_equal(a: types.CodeType, b: types.CodeType) -> bool:
     nested_a = [c for c in a.co_consts if isinstance(c, types.CodeType)]
     nested_b = [c for c in b.co_consts if isinstance(c, types.CodeType)]
     return (
-        consts_a == consts_b
+        _same_values(consts_a, consts_b)
+        and _instructions(a) == _instructions(b)
         and len(nested_a) == len(nested_b)
         and all(_code_equal(x, y) for x, y in zip(nested_a, nested_b, strict=True))
     )
+
+
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+
+
+def _instructions(code: types.CodeType) -> list[tuple[str, Any]]:
+    found = []
+    for instruction in dis.get_instructions(code):
+        name = instruction.opname
+        if name in ("CACHE", "NOP", "EXTENDED_ARG"):
+            continue
+        if name == "LOAD_METHOD":
+            name = "LOAD_ATTR"
+        argument = instruction.argval
+        if instruction.opcode in _JUMPS or isinstance(argument, types.CodeType):
+            argument = None
+        found.append((name, argument if _hashable(argument) else repr(argument)))
+    return found
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _same_values(a: list[Any], b: list[Any]) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
 
 
 def global_names(code: types.CodeType) -> list[str]:
@@ -536,7 +604,9 @@ class Script:
     def _define_function(self, fn: types.FunctionType, name: str, wrapper: Any = None) -> str:
         """Writes `fn` so that the script name `name` is it; returns `name`.
 
-        With `wrapper`, `name` is what `fn`'s decorators make of it.
+        With `wrapper`, `name` is what `fn`'s decorators make of it; without, the
+        decorators are left out (`@functools.partial(pl.pallas_call, ...)` above a
+        kernel makes a call of it, and the kernel itself is wanted).
         """
         if id(fn) in self._in_progress:  # a cycle: the name is already being defined
             return name
@@ -544,6 +614,8 @@ class Script:
         self._remember(name, fn if wrapper is None else wrapper)
         try:
             source = function_source(fn)
+            if wrapper is None:
+                source = _without_decorators(source)
         except NotWritableError as error:
             del self._bound[name]
             self._in_progress.discard(id(fn))
@@ -668,6 +740,18 @@ def _items(opening: str, items: list[str], closing: str, width: int = 72) -> str
         return flat
     body = "".join(textwrap.indent(item, "    ") + ",\n" for item in items)
     return f"{opening}\n{body}{closing}"
+
+
+def _without_decorators(source: str) -> str:
+    """A `def` without the decorator lines above it."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not node.decorator_list:
+        return source
+    return "".join(source.splitlines(keepends=True)[node.lineno - 1 :])
 
 
 def _decorated(fn: types.FunctionType) -> bool:
