@@ -258,6 +258,8 @@ def _vmapped_construction(
             continue
         if len(tuple(mapping.vmapped_dims)) != 1 or tuple(inner.vmapped_dims):
             continue
+        if int(mapping.num_index_operands):  # prefetch operands have no block mapping
+            continue
         axes = [
             _inserted_axis(outer.block_shape, plain.block_shape)
             for outer, plain in zip(mapping.block_mappings, inner.block_mappings, strict=True)
