@@ -7,6 +7,8 @@ In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
 `pallaslab.emulate(fn)` runs every Pallas kernel in `fn` with pallaslab's fast CPU emulator.
 `pallaslab.diff(a, b)` shows what changed between two inspections; `pallaslab.hints(...)`
 why a kernel may be slow.
+Compiled programs are cached by content (`pallaslab.compile_cache_info()`);
+`pallaslab.use_persistent_cache()` keeps them on disk across sessions.
 `pallaslab.exercise("04.k_loop", matmul)` checks an exercise of the course (`notebooks/`).
 """
 
@@ -22,6 +24,11 @@ from pallaslab._src.bench.harness import TimerSettings as TimerSettings
 from pallaslab._src.bench.harness import Timing as Timing
 from pallaslab._src.bench.harness import measure as measure
 from pallaslab._src.core import display as _display
+from pallaslab._src.core.compile_cache import CompileCacheInfo as CompileCacheInfo
+from pallaslab._src.core.compile_cache import clear_compile_cache as clear_compile_cache
+from pallaslab._src.core.compile_cache import compile_cache_info as compile_cache_info
+from pallaslab._src.core.compile_cache import set_compile_cache_limits as set_compile_cache_limits
+from pallaslab._src.core.compile_cache import use_persistent_cache as use_persistent_cache
 from pallaslab._src.core.diffing import diff as diff
 from pallaslab._src.core.emulator import EmulationNotice as EmulationNotice
 from pallaslab._src.core.emulator import emulate as emulate

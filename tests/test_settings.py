@@ -97,13 +97,15 @@ def test_python_and_the_schema_agree():
     schema = json.loads(SCHEMA.read_text())
     properties = schema["properties"]
     assert schema["additionalProperties"] is False
-    assert set(properties) == {"defaultTarget", "tpuGeneration", "interpret"}
+    assert set(properties) == set(settings._FIELDS)
     assert tuple(properties["defaultTarget"]["enum"]) == settings.TARGETS
     assert tuple(properties["tpuGeneration"]["enum"]) == settings.TPU_GENERATIONS
     defaults = settings.Settings()
     assert properties["defaultTarget"]["default"] == defaults.default_target
     assert properties["tpuGeneration"]["default"] == defaults.tpu_generation
     assert properties["interpret"]["default"] == defaults.interpret
+    for key, (field, _) in settings._FIELDS.items():
+        assert properties[key]["default"] == getattr(defaults, field), key
 
 
 def test_the_magic_takes_interpret_from_the_settings(ip, lab_dirs, monkeypatch):

@@ -3,6 +3,7 @@
     pallaslab lower kernels.py:matmul --target ptx:sm_90 --args "bf16[1024,1024],bf16[1024,1024]"
     pallaslab hints kernels.py:matmul --args "bf16[1024,1024],bf16[1024,1024]" --chip H100
     pallaslab lower kernels.py:matmul --target xla-gpu:H100 --stage sass --args "..."
+    pallaslab reproduce kernels.py:matmul --args "f32[256,128],f32[128,256]" -o bug.py
     pallaslab targets
 
 `lower` runs FILE.py as a module, traces FUNC on the arguments `--args` describes
@@ -317,6 +318,21 @@ def _hints(options: argparse.Namespace) -> int:
     return 0
 
 
+def _reproduce(options: argparse.Namespace) -> int:
+    _check_target(options.target)
+    inspection, kernel = _inspect(options)
+    try:
+        written = inspection.reproducer(
+            options.output, options.save_inputs, kernel=kernel or 0, target=options.target
+        )
+    except KeyError as error:
+        raise CliError(error.args[0] if error.args else str(error)) from None
+    except (ValueError, RuntimeError) as error:
+        raise CliError(f"no reproducer written: {messages.error_text(error)}") from None
+    print(written)
+    return 0
+
+
 def _targets() -> int:
     from pallaslab._src.targets import (  # noqa: PLC0415
         all_targets,
@@ -391,6 +407,21 @@ def parser() -> argparse.ArgumentParser:
         "--no-masks", action="store_true", help="skip interpreting programs for masked lanes"
     )
     hints.add_argument("--json", action="store_true", help="the hints as JSON")
+    reproduce = commands.add_parser(
+        "reproduce",
+        help="write a standalone script reproducing a kernel call",
+        description="Trace FUNC from FILE.py on the arguments --args describes and write "
+        "a script, needing jax and numpy only, that rebuilds one kernel call and reproduces "
+        "its result (or, with --target, its lowering).",
+    )
+    _program_arguments(reproduce, "the kernel's name or index (default: the first)")
+    reproduce.add_argument("--output", "-o", default="reproducer.py", help="the script to write")
+    reproduce.add_argument("--target", "-t", help="lower for this target instead of running")
+    reproduce.add_argument(
+        "--save-inputs",
+        action="store_true",
+        help="save the operands and pallaslab's outputs beside the script (.npz)",
+    )
     commands.add_parser("targets", help="list the targets")
     return root
 
@@ -410,6 +441,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _targets()
         if options.command == "hints":
             return _hints(options)
+        if options.command == "reproduce":
+            return _reproduce(options)
         return _lower(options)
     except CliError as error:
         print(f"pallaslab: {messages.clip(messages.error_text(error))}", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from pallaslab._src import messages, settings, sources
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import compile_cache, jax_adapter
 from pallaslab._src.core.diagnose import Diagnosis
 from pallaslab._src.core.session import MAGIC_LINE, CellOptions, execute_cell, is_user_source
 from pallaslab._src.records import SourceLocation
@@ -112,6 +113,13 @@ class KernelMagics(Magics):
         help=f"Store the inspection under this name (default {DEFAULT_NAME}).",
     )
     @argument(
+        "--reproducer",
+        metavar="PATH",
+        help="Write a standalone script (jax and numpy only) that rebuilds the first "
+        "kernel's call, with its operands saved beside it (PATH.npz), and reproduces its "
+        "result, or with --target its lowering.",
+    )
+    @argument(
         "--target",
         metavar="T",
         help="Lower the (first) kernel for this target, e.g. ptx:sm_90 or mosaic-tpu:v5e, "
@@ -187,6 +195,12 @@ class KernelMagics(Magics):
             except ValueError as error:
                 raise magic_line_error(f"--target: {messages.error_text(error)}") from None
         space = self._tune_space(call, options)
+        options.reproducer = unquote(options.reproducer)
+        if options.reproducer and call is None:
+            raise UsageError(
+                "--reproducer rebuilds the call on the magic line; name one, as in "
+                "`%%kernel matmul(a, b) --reproducer bug.py`"
+            )
         if options.bench and call is None:
             raise magic_line_error(
                 "--bench times the call on the magic line; name one, as in "
@@ -198,6 +212,8 @@ class KernelMagics(Magics):
         jax_adapter.install_cpu_interpret()
         # Taken before the cell runs: the cell replaces `_kernel` with its own inspection.
         before = shell.user_ns.get(options.diff) if options.diff else None
+        user_settings = settings.load()
+        _follow_compile_settings(user_settings)
 
         def name_source(file: str) -> str | None:
             if file == filename:
@@ -218,7 +234,7 @@ class KernelMagics(Magics):
                 ref=options.ref,
                 run=not options.no_run,
                 # The "interpret" setting (JupyterLab's settings editor) is a default --interpret.
-                interpret=options.interpret or settings.load().interpret,
+                interpret=options.interpret or user_settings.interpret,
             ),
             name_source=name_source,
         )
@@ -238,6 +254,8 @@ class KernelMagics(Magics):
                 self._diff(options.diff, before, inspection, options.target)
         if outcome.last_value is not None and diagnosis is None:
             display(outcome.last_value)
+        if options.reproducer and inspection is not None and inspection.kernels:
+            diagnosis = _write_reproducer(inspection, options.reproducer, options.target, diagnosis)
         if diagnosis is not None:
             if options.traceback and outcome.error is not None:
                 raise outcome.error
@@ -413,12 +431,42 @@ def _locate_mismatches(inspection: Any) -> Any:
         return inspection
 
 
+def _write_reproducer(
+    inspection: Any, path: str, target: str | None, diagnosis: Diagnosis | None
+) -> Diagnosis | None:
+    """`--reproducer PATH`: the script, with the cell's operands; says what it wrote.
+
+    Written also when the cell failed after tracing (that failure is what it
+    reproduces). A reproducer that cannot be written is the cell's error, unless the
+    cell already has one.
+    """
+    try:
+        written = inspection.reproducer(path, save_inputs=True, target=target)
+    except (ValueError, RuntimeError, OSError) as error:
+        if diagnosis is not None:
+            print(f"No reproducer written: {error}", file=sys.stderr)
+            return diagnosis
+        return Diagnosis("reproducer", f"No reproducer written: {error}")
+    print(written)
+    return diagnosis
+
+
 def _problem(diagnosis: Diagnosis) -> Problem:
     where = f"{diagnosis.label} {diagnosis.line}" if diagnosis.label and diagnosis.line else ""
     return Problem(where=where, summary=diagnosis.summary, hint=diagnosis.hint, kind=diagnosis.kind)
 
 
+def _follow_compile_settings(user_settings: settings.Settings) -> None:
+    """The "Persistent compile cache" setting, applied before the cell compiles anything."""
+    problem = compile_cache.follow_setting(
+        user_settings.persistent_compile_cache, user_settings.persistent_compile_cache_dir
+    )
+    if problem:
+        warnings.warn(problem, stacklevel=1)
+
+
 def load(shell: Any) -> None:
     """Registers the magic and lets kernels run on CPU in interpret mode."""
     jax_adapter.install_cpu_interpret()
+    _follow_compile_settings(settings.load())
     shell.register_magics(KernelMagics)

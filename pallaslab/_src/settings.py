@@ -55,6 +55,11 @@ class Settings:
             `TPU_GENERATIONS`).
         interpret: Run kernels in Pallas interpret mode on every backend, as
             `%%kernel --interpret` does (on a CPU they always are).
+        persistent_compile_cache: Keep compiled programs on disk with JAX's
+            persistent compilation cache, so a new session does not compile them
+            again (`pallaslab.use_persistent_cache`).
+        persistent_compile_cache_dir: Its directory ("" for pallaslab's cache
+            directory's `xla/`).
         files: The settings files that were read, lowest precedence first.
         problems: Settings that were ignored, and why.
     """
@@ -62,6 +67,8 @@ class Settings:
     default_target: str = "auto"
     tpu_generation: str = "v5e"
     interpret: bool = False
+    persistent_compile_cache: bool = False
+    persistent_compile_cache_dir: str = ""
     files: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
 
@@ -71,6 +78,8 @@ _FIELDS: dict[str, tuple[str, tuple[str, ...] | type]] = {
     "defaultTarget": ("default_target", TARGETS),
     "tpuGeneration": ("tpu_generation", TPU_GENERATIONS),
     "interpret": ("interpret", bool),
+    "persistentCompileCache": ("persistent_compile_cache", bool),
+    "persistentCompileCacheDir": ("persistent_compile_cache_dir", str),
 }
 
 

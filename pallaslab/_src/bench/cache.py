@@ -19,13 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
-def cache_dir() -> Path:
-    """Where pallaslab keeps its caches."""
-    if explicit := os.environ.get("PALLASLAB_CACHE_DIR"):
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pallaslab"
+from pallaslab._src.paths import cache_dir
 
 
 def digest(value: Any) -> str:

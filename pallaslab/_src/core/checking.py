@@ -15,6 +15,10 @@ one compiled computation:
 - `confirm_races` runs the grid in seeded orders the backend allows (concurrent
   programs reading the same state, TPU cores not reading output blocks back) and
   compares with the grid's order.
+
+Those programs are compiled through the compile cache, keyed on the kernel, the plan
+and the variants: checking an unchanged kernel again (a cell run again) compiles
+nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core import emulator, sharing
+from pallaslab._src.core import compile_cache, emulator, sharing
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.core.jax_adapter import instrument
 from pallaslab._src.geometry import races as geometry
@@ -50,8 +54,20 @@ def _run_variants(
 
         return run
 
-    results = emulator.compiled_check(call, "variants", tuple(requests), build)(*operands)
+    what = ("variants", emulator.check_key(call, plan), tuple(_for_call(r, call) for r in requests))
+    results = compile_cache.compile_keyed(what, build(), operands)(*operands)
     return [[np.asarray(o) for o in outputs] for outputs in results]
+
+
+def _for_call(request: emulator.Request, call: adapter.KernelCall) -> emulator.Request:
+    """The request as it acts on this kernel.
+
+    Its target (a name with a source line, different each time a cell runs) is
+    resolved to "this kernel" or "not this one".
+    """
+    if request.applies_to(emulator.kernel_key(call.record)):
+        return dataclasses.replace(request, target="")
+    return emulator.Request(mode=request.mode)
 
 
 def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -191,12 +207,14 @@ def _find_leaks(
         )
         return outputs
 
-    batched = emulator.compiled_check(
-        call,
+    args = (list(operands), table, switches)
+    what = (
         "leaks",
-        (tuple(names), tuple(tuple(sorted(v)) for v in chosen)),
-        lambda: jax.vmap(run, in_axes=(None, 0, 0)),
-    )(list(operands), table, switches)
+        emulator.check_key(call, plan),
+        tuple(names),
+        tuple(tuple(sorted(v)) for v in chosen),
+    )
+    batched = compile_cache.compile_keyed(what, jax.vmap(run, in_axes=(None, 0, 0)), args)(*args)
     results = [[np.asarray(o[v]) for o in batched] for v in range(len(chosen))]
     base, varied = results[0], results[1]
     if not any(_differs(a, b).any() for a, b in zip(base, varied, strict=True)):
@@ -464,7 +482,8 @@ def find_out_of_bounds(
         assert probed is not None
         return probed.programs, probed.flags, probed.low, probed.high
 
-    checked = emulator.compiled_check(call, "bounds", (), lambda: run)(*operands)
+    what = ("bounds", emulator.check_key(call, plan))
+    checked = compile_cache.compile_keyed(what, run, operands)(*operands)
     programs, flags, low, high = (np.asarray(v) for v in checked)
     order = np.lexsort(programs.T[::-1]) if programs.shape[1] else np.arange(len(programs))
     found = []

@@ -26,6 +26,7 @@ goes to Pallas' own interpreter with a one-line notice.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
@@ -258,6 +259,7 @@ def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.Ke
         call = adapter.kernel_call(params, in_avals)
         _check_grid(call.grid)
         try:
+            _reuse_body(call, params)
             plan = make_plan(call)
         except Exception as error:  # an unfamiliar kernel: Pallas' interpreter runs it
             plan = Plan(
@@ -272,27 +274,38 @@ def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.Ke
     return per_body[key]
 
 
-# Checks compiled per kernel call (a few recent ones): running a cell again reuses them.
-_checks: dict[tuple[int, str, Any], tuple[weakref.ref[Any], Callable[..., Any]]] = {}
-_CHECKS_KEPT = 32
+# Discharged kernel bodies by what the kernel is: a cell run again defines its kernel
+# anew, and discharging it again is most of the analysis (bounded, oldest out).
+_bodies: collections.OrderedDict[Any, adapter.ProgramBody] = collections.OrderedDict()
+_MAX_BODIES = 64
 
 
-def compiled_check(
-    call: adapter.KernelCall, name: str, key: Any, build: Callable[[], Callable[..., Any]]
-) -> Callable[..., Any]:
-    """`jax.jit(build())`, made once per (call, name, key) while the call lives.
+def _reuse_body(call: adapter.KernelCall, params: dict[str, Any]) -> None:
+    """Gives `call` the body of an identical kernel analysed before, or remembers its own."""
+    if call.unsupported:
+        return
+    try:
+        key = (jax_adapter.value_key(params), call.grid)
+    except Exception:  # a kernel the key cannot describe is analysed afresh
+        return
+    body = _bodies.get(key)
+    if body is None:
+        _bodies[key] = call.program
+        while len(_bodies) > _MAX_BODIES:
+            _bodies.popitem(last=False)
+    else:
+        _bodies.move_to_end(key)
+        vars(call)["program"] = body  # KernelCall.program is a cached_property: seed it
 
-    `key` must say everything the built function depends on besides `call`.
+
+def check_key(call: adapter.KernelCall, plan: Plan) -> tuple[Any, ...]:
+    """What the emulator's program for this kernel is built from (for the compile cache).
+
+    The pallas_call's parameters determine `call`; the plan is derived from it but
+    named anyway, being what `run_call` follows. Checks key their compiled programs
+    on it (`compile_cache.compile_keyed`), so a cell run again compiles nothing.
     """
-    entry = (id(call), name, key)
-    found = _checks.get(entry)
-    if found is not None and found[0]() is call:
-        return found[1]
-    function = jax.jit(build())
-    while len(_checks) >= _CHECKS_KEPT:
-        _checks.pop(next(iter(_checks)))
-    _checks[entry] = (weakref.ref(call), function)
-    return function
+    return (call.params, plan)
 
 
 def plan_for_site(site: jax_adapter.KernelSite) -> Plan:

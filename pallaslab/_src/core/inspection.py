@@ -11,7 +11,10 @@ from pallaslab._src.lowered import Lowered
 from pallaslab._src.records import ArraySpec, Kernel, RunResult
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pallaslab._src.bench.check import CheckResult
+    from pallaslab._src.core.reproducer import Reproducer
     from pallaslab._src.core.sharing import RaceReport
     from pallaslab._src.geometry.accesses import BlockAccesses
     from pallaslab._src.geometry.races import Conflict
@@ -305,6 +308,41 @@ class Inspection:
         from pallaslab._src.core.hints import hints  # noqa: PLC0415
 
         return hints(self, kernel=kernel, chip=chip, target=target, masks=masks)
+
+    def reproducer(
+        self,
+        path: str | Path,
+        save_inputs: bool = False,
+        *,
+        kernel: int | str = 0,
+        target: str | None = None,
+    ) -> Reproducer:
+        """Writes a standalone script that rebuilds one kernel call and reproduces it.
+
+        The script needs JAX and NumPy only (no pallaslab): the kernel's source with
+        what it closes over, the `pallas_call` as written (shapes, dtypes, BlockSpecs,
+        compiler params), and the operands. Run, it prints its outputs' checksums and
+        whether they equal pallaslab's (exit status 1 when not, or on an error, which
+        is then the reproduction).
+
+        Args:
+            path: The script to write, e.g. "bug.py".
+            save_inputs: Also save the kernel's operands and pallaslab's outputs to
+                "bug.npz" beside it (else the script makes seeded random operands).
+            kernel: The kernel's name or index (default: the first).
+            target: Lower for this target instead of running (e.g. "triton",
+                "mosaic-tpu:v5e"): the script prints the IR, or the error.
+
+        Returns:
+            What was written, and what could not be (`.problems`).
+
+        Example:
+            >>> inspection.reproducer("bug.py", save_inputs=True)
+            >>> # $ python bug.py  ->  output 0: float32[256, 256] sha256=... equal ...
+        """
+        from pallaslab._src.core.reproducer import write_reproducer  # noqa: PLC0415
+
+        return write_reproducer(self, path, kernel=kernel, save_inputs=save_inputs, target=target)
 
     def with_result(self, result: RunResult) -> Inspection:
         """This inspection with a run attached."""

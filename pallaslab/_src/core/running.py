@@ -14,7 +14,15 @@ import numpy as np
 
 from pallaslab._src import messages
 from pallaslab._src.closeness import element_errors
-from pallaslab._src.core import checking, chips, emulator, jax_adapter, sharing
+from pallaslab._src.core import (
+    checking,
+    chips,
+    compile_cache,
+    emulator,
+    jax_adapter,
+    sharing,
+    tracing,
+)
 from pallaslab._src.core.inspection import Program
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.records import (
@@ -106,7 +114,7 @@ def run_program(
             outside their block, and confirm races by running kernels in other
             orders. None (the default) checks whenever the emulator ran every kernel.
     """
-    if program.jitted is None or program.rebuild is None:
+    if program.flat_fn is None or program.rebuild is None:
         raise ValueError("no single program was traced; name a call to run it")
     given = program.dynamic_leaves(args, kwargs) if args or kwargs else list(program.example_args)
     # Arguments given as shapes (jax.ShapeDtypeStruct) run on seeded random data.
@@ -121,7 +129,9 @@ def run_program(
     plans = [emulator.plan_for_site(site) for site in program.sites] if emulating else []
     started = time.perf_counter()
     with kernel_scope(interpret):
-        outputs = jax.block_until_ready(program.jitted(*leaves))
+        # Compiled by what the program is: an unchanged cell run again skips XLA.
+        compiled = compile_cache.compile_function(program.flat_fn, leaves, **tracing.run_options())
+        outputs = jax.block_until_ready(compiled(*leaves))
     seconds = time.perf_counter() - started
     flat_outputs = [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)]
     comparison = None

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src.core import emulator
+from pallaslab._src.core import compile_cache, emulator
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.core.jax_adapter import instrument
 from pallaslab._src.geometry import races as geometry
@@ -153,7 +153,8 @@ def shared_accesses(
         return probed.stats
 
     sample = None if chosen is None else tuple(chosen.tolist())
-    stats = emulator.compiled_check(call, "elements", (blocks, sample), lambda: run)(*operands)
+    what = ("elements", emulator.check_key(call, plan), blocks, sample)
+    stats = compile_cache.compile_keyed(what, run, operands)(*operands)
     ran = np.arange(total) if chosen is None else chosen
     found = {}
     for position, k in zip(positions, blocks, strict=True):

@@ -92,7 +92,7 @@ def trace_program(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str,
         ),
         example_args=tuple(dynamic_leaves),
         sites=tuple(jax_adapter.find_kernel_sites(closed)),
-        jitted=jax.jit(flat_fn, **_run_options()),
+        jitted=jax.jit(flat_fn, **run_options()),
         split=split,
         rebuild=rebuild,
     )
@@ -138,7 +138,7 @@ def _argument_paths(
     return [p for p, d in zip(paths, dynamic, strict=True) if d]
 
 
-def _run_options() -> dict[str, Any]:
+def run_options() -> dict[str, Any]:
     """How the program pallaslab runs is compiled.
 
     On CPU a run is one call of the emulated program, where compiling is most of the

@@ -18,11 +18,13 @@ program output), `gpu_timing` (kernel times on GPU).
 `emulation` (a pallas_call's body, blocks and padding, for the emulator).
 `chips` (the TPU chip Pallas' lookups answer for, while tracing and lowering).
 `shapes` (private shapes that moved between JAX versions, read one way).
+`fingerprint` (a traced program as a hashable key, for the compile cache).
 """
 
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
 from pallaslab._src.core.jax_adapter.accesses import body_ref_shapes as body_ref_shapes
 from pallaslab._src.core.jax_adapter.accesses import interpret_program as interpret_program
+from pallaslab._src.core.jax_adapter.chips import asks_for_a_tpu as asks_for_a_tpu
 from pallaslab._src.core.jax_adapter.dots import kernel_dots as kernel_dots
 from pallaslab._src.core.jax_adapter.errors import BlockSpecContext as BlockSpecContext
 from pallaslab._src.core.jax_adapter.errors import KernelCallContext as KernelCallContext
@@ -42,6 +44,7 @@ from pallaslab._src.core.jax_adapter.execution import (
     install_platform_rule as install_platform_rule,
 )
 from pallaslab._src.core.jax_adapter.execution import kernel_inputs as kernel_inputs
+from pallaslab._src.core.jax_adapter.execution import lowering_state as lowering_state
 from pallaslab._src.core.jax_adapter.execution import mesh_interpret as mesh_interpret
 from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetch_values
 from pallaslab._src.core.jax_adapter.execution import (
@@ -54,6 +57,11 @@ from pallaslab._src.core.jax_adapter.execution import site_function as site_func
 from pallaslab._src.core.jax_adapter.execution import (
     site_prefetch_offset as site_prefetch_offset,
 )
+from pallaslab._src.core.jax_adapter.fingerprint import KeyStats as KeyStats
+from pallaslab._src.core.jax_adapter.fingerprint import program_key as program_key
+from pallaslab._src.core.jax_adapter.fingerprint import trace_context as trace_context
+from pallaslab._src.core.jax_adapter.fingerprint import traced_key as traced_key
+from pallaslab._src.core.jax_adapter.fingerprint import value_key as value_key
 from pallaslab._src.core.jax_adapter.gpu_export import GpuExport as GpuExport
 from pallaslab._src.core.jax_adapter.gpu_export import export_for_gpu as export_for_gpu
 from pallaslab._src.core.jax_adapter.gpu_timing import kernel_timer_notice as kernel_timer_notice

@@ -275,3 +275,15 @@ def chosen_chip() -> str | None:
     """The generation answering for the TPU now (None: JAX's own answer)."""
     chip = _answering()
     return chip.generation if chip is not None else None
+
+
+def asks_for_a_tpu(error: BaseException) -> bool:
+    """Whether `error` is Pallas failing to learn which TPU it is on (no TPU at hand)."""
+    seen: BaseException | None = error
+    for _ in range(8):  # the error itself, then what it was raised from
+        if seen is None:
+            return False
+        if "Unsupported TPU device kind" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

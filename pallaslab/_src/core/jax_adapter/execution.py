@@ -215,6 +215,22 @@ def auto_interpret(on: bool = True) -> Iterator[None]:
         _auto_interpret.on = previous
 
 
+def lowering_state() -> tuple[Any, ...]:
+    """What pallaslab's lowering rules do now, besides JAX's trace context.
+
+    Whether kernels lowered for CPU run emulated/interpreted (`auto_interpret`), which
+    platforms have pallaslab's rule, and the emulator hook: a compile cache keys on
+    it, since the same jaxpr lowers differently under another state.
+    """
+    return (
+        bool(getattr(_auto_interpret, "on", True)),
+        _cpu_rule_installed,
+        tuple(sorted(_platform_rules)),
+        _emulator,
+        _emulator_failed,
+    )
+
+
 # ---------------------------------------------------------------------------
 # Recording the kernels a block of code binds.
 
