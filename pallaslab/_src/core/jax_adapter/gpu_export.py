@@ -20,6 +20,7 @@ from typing import Any
 
 import jax
 
+from pallaslab._src.core.jax_adapter import execution
 from pallaslab._src.core.jax_adapter.lowering import (
     MOSAIC_GPU_TARGET,
     TRITON_TARGET,
@@ -68,7 +69,12 @@ def export_for_gpu(
     export refuses them unless told; the worker runs the same JAX, so that is safe.
     """
     checks = [jax.export.DisabledSafetyCheck.custom_call(TRITON_TARGET)]
-    with gpu_backend(mosaic_gpu), gpu_chip(device_kind, compute_capability) as notices:
+    # The kernel as it compiles on the GPU: no CPU interpreter for mesh kernels.
+    with (
+        gpu_backend(mosaic_gpu),
+        gpu_chip(device_kind, compute_capability) as notices,
+        execution.mesh_interpret(False),
+    ):
         exported = jax.export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=checks)(*args)
     text = exported.mlir_module()
     calls = {
