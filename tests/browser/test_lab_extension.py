@@ -9,6 +9,7 @@ import json
 import time
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from pallaslab._src import settings
@@ -66,9 +67,20 @@ def test_launcher_makes_a_notebook_from_a_template_that_runs(jupyter, new_page):
 
 
 def command_palette(page, command_label):
-    """Runs a command from the command palette (opened from the View menu)."""
-    menu(page, "View", "apputils:activate-command-palette")
+    """Runs a command from the command palette (opened from the View menu).
+
+    A menu click that lands while a loaded machine is still laying Lab out can open
+    nothing: the palette is asked for again until it shows (a minute at most).
+    """
     palette = page.locator(".lm-CommandPalette-input:visible").first
+    deadline = time.monotonic() + 60
+    while True:
+        menu(page, "View", "apputils:activate-command-palette")
+        try:
+            palette.wait_for(timeout=10_000)
+            break
+        except PlaywrightTimeoutError:
+            assert time.monotonic() < deadline, "the command palette never opened"
     palette.fill(command_label)
     page.locator(".lm-CommandPalette-item:visible", has_text=command_label).first.click()
 
