@@ -446,3 +446,32 @@ def test_xla_gpu_descriptions_carry_the_published_figures(chip):
     # Every numeric field of the description is one of those above.
     numeric = {k for k, v in info.items() if isinstance(v, (int, float))}
     assert numeric == set(expected) | {"clock_rate_ghz"}
+
+
+# --- Occupancy, by hand from the CUDA guide's figures -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("chip", "warps", "registers", "shared", "blocks", "limiter"),
+    [
+        # 128 registers x 32 threads = 4096 a warp: 65536 / 4096 = 16 warps, 4 blocks.
+        ("A100", 4, 128, 0, 4, "registers"),
+        # 80 KiB + 1 KiB reserved a block: 164 KiB hold 2.
+        ("A100", 4, 32, 80 * KiB, 2, "shared memory"),
+        # cc 8.9: 48 warps and 24 blocks an SM: one-warp blocks stop at 24.
+        ("L4", 1, 16, 0, 24, "blocks"),
+        ("RTX 4090", 8, 32, 0, 6, "warps"),  # 48 warps / 8
+        # cc 9.0: 227 KiB + 1 KiB fill the SM's 228 KiB; 228 KiB is over one block's 227.
+        ("H100", 4, 32, 227 * KiB, 1, "shared memory"),
+        ("H100", 4, 32, 228 * KiB, 0, "shared memory"),
+        ("B200", 32, 64, 0, 1, "registers"),  # 64 x 32 x 32 = 65536: the whole file
+    ],
+)
+def test_occupancy_by_hand(chip, warps, registers, shared, blocks, limiter):
+    from pallaslab._src.core.lowering.occupancy import occupancy
+
+    found = occupancy(
+        hardware.gpu(chip), num_warps=warps, registers_per_thread=registers, shared_bytes=shared
+    )
+    assert (found.blocks_per_sm, found.limiter) == (blocks, limiter)
+    assert found.active_warps == blocks * warps

@@ -335,3 +335,13 @@ def test_the_notebook_budget_the_readme_names():
     assert "Every notebook runs top to bottom on a laptop's CPU in well under a minute" in (
         PARAGRAPHS
     )
+
+
+def test_the_program_and_element_limits_the_readme_names():
+    from pallaslab._src.core import sharing
+    from pallaslab._src.geometry import limits
+
+    assert "races and runs on CPU stop at 2^24 programs" in PARAGRAPHS
+    assert limits.MAX_PROGRAMS == 2**24
+    assert "past `2**28` programs x elements it checks runs of consecutive programs" in PARAGRAPHS
+    assert sharing.MAX_ELEMENT_WORK == 2**28
