@@ -158,7 +158,9 @@ def test_the_built_panes_stay_within_the_state_budget(sent, monkeypatch):
     assert widget.pane_overview is None
     widget.selected = "overview"  # rebuilt when shown again
     assert "kernels" in widget.panes["overview"]
-    assert sum(widget._sizes.values()) <= budget or len(widget._sizes) == 1
+    # Tiles and the overview together are over the room: the older, tiles, is dropped.
+    assert widget.panes.keys() == {"overview"} and widget.pane_tiles is None
+    assert sum(widget._sizes.values()) == sizes["overview"] <= budget
 
 
 def test_a_pane_over_the_limit_says_so(monkeypatch):

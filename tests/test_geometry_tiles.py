@@ -444,12 +444,16 @@ def test_merit_of_a_k_accumulating_matmul():
     fit = merit.on_chip(figures, "v5e")
     assert fit.capacity_bytes == 1 << 20 and fit.fits  # 7 blocks of 64 KiB
     assert fit.bound == "memory"  # about 28 flop/byte; v5e's ridge is about 240
-    assert fit.seconds == pytest.approx(
-        max(figures.flops / fit.peak_flops, figures.hbm_bytes / fit.bandwidth)
-    )
+    # The v5e's published roofs: 197 bf16 TFLOP/s, 819 GBps; the ridge between them.
+    assert (fit.peak_flops, fit.bandwidth) == (197e12, 819e9)
+    assert fit.ridge == pytest.approx(240.5, abs=0.1)
+    assert fit.seconds == pytest.approx(max(figures.flops / 197e12, figures.hbm_bytes / 819e9))
+    assert fit.attainable_flops == pytest.approx(figures.arithmetic_intensity * 819e9)
     gpu = merit.on_chip(merit.kernel_merit(k.tiles(), "gpu"), "H100")
     assert gpu.kind == "gpu" and gpu.capacity_name == "shared memory"
     assert gpu.peak_name == "fp32"
+    # cc 9.0's 227 KB of shared memory per block; the H100 SXM5's 66.9 FP32 TFLOP/s.
+    assert (gpu.capacity_bytes, gpu.peak_flops, gpu.bandwidth) == (227 * 1024, 66.9e12, 3.35e12)
 
 
 def test_declared_cost_is_used_when_the_count_is_unsure():

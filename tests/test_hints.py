@@ -258,10 +258,10 @@ def test_bf16_inputs_upcast_before_the_dot():
     fn, args = matmul(64, 64, 64, 128, 64, 128, dtype=BF16, body=upcast)
     (hint,) = hints_of(fn, *args, rule="dot-upcast")
     assert hint.severity == "warning" and hint.location.line == line_of("upcast-dot")
-    h100 = hardware.gpu("H100")
     assert hint.figure("converted from") == "bfloat16"
-    assert hint.figure("bf16 tensor-core peak TFLOP/s") == pytest.approx(h100.bf16_flops / 1e12)
-    assert hint.figure("fp32 peak TFLOP/s") == pytest.approx(h100.fp32_flops / 1e12)
+    # The H100 SXM5's published peaks (Hopper whitepaper), not the table read back.
+    assert hint.figure("bf16 tensor-core peak TFLOP/s") == pytest.approx(989.4)
+    assert hint.figure("fp32 peak TFLOP/s") == pytest.approx(66.9)
     assert "preferred_element_type=jnp.float32" in hint.message
     fn, args = matmul(64, 64, 64, 128, 64, 128, dtype=BF16, body=native)
     assert hints_of(fn, *args, rule="dot-upcast") == []
@@ -286,12 +286,12 @@ def test_a_bf16_dot_result_that_is_widened_and_summed():
 def test_a_grid_too_small_for_the_gpu():
     fn = add3((128,), (16 * 128,), params=TRITON)
     (hint,) = hints_of(fn, spec((16 * 128,)), spec((16 * 128,)), rule="small-grid")
-    h100 = hardware.gpu("H100")
-    assert hint.figure("programs") == 16 and hint.figure("SMs") == h100.sms
-    assert hint.figure("SMs used %") == round(100 * 16 / h100.sms, 1)
+    # An H100 SXM5 has 132 SMs (Hopper whitepaper): 16 programs use 12.1% of them.
+    assert hint.figure("programs") == 16 and hint.figure("SMs") == 132
+    assert hint.figure("SMs used %") == 12.1
     assert hint.severity == "warning"
-    big = add3((128,), (2 * h100.sms * 128,), params=TRITON)
-    args = (spec((2 * h100.sms * 128,)),) * 2
+    big = add3((128,), (2 * 132 * 128,), params=TRITON)
+    args = (spec((2 * 132 * 128,)),) * 2
     assert hints_of(big, *args, rule="small-grid") == []
 
 
@@ -347,10 +347,9 @@ def test_a_pipeline_of_one_stage():
     (hint,) = hints_of(fn, spec(shape), spec(shape), rule="one-stage-pipeline", chip="v5e")
     moved = 3 * 1024 * 1024 * 4  # x and y in, the output back
     assert hint.figure("bytes copied") == moved
-    v5e = hardware.tpu("v5e")
-    assert hint.figure("copy time us") == pytest.approx(
-        moved / v5e.memory_bandwidth * 1e6, rel=1e-3
-    )
+    # 12 MiB at the v5e's published 819 GBps: 15.4 us.
+    assert hint.figure("copy time us") == pytest.approx(12 * 2**20 / 819e9 * 1e6, rel=1e-3)
+    assert hint.figure("copy time us") == pytest.approx(15.36, abs=0.01)
     pipelined = add3((128, 1024), shape)
     assert (
         hints_of(pipelined, spec(shape), spec(shape), rule="one-stage-pipeline", chip="v5e") == []
@@ -368,7 +367,7 @@ def test_working_set_over_vmem():
     (hint,) = hints_of(fn, *args, rule="working-set", chip="v5p")
     assert hint.severity == "error"
     assert hint.figure("working set bytes") == 3 * 2 * 2048 * 2048 * 4
-    assert hint.figure("capacity bytes") == hardware.tpu("v5p").vmem_per_core
+    assert hint.figure("capacity bytes") == 64 * MiB  # a v5p TensorCore's VMEM
     assert hint.location.line == line_of("add3-index")  # where the index map is written
     assert hints_of(fn, *args, rule="working-set", chip="v5e") == []  # 128 MiB
     limited = add3(
@@ -389,7 +388,7 @@ def test_working_set_over_shared_memory():
     (hint,) = hints_of(fn, *args, rule="working-set")
     assert hint.severity == "warning" and hint.chip == "H100"
     assert hint.figure("working set bytes") == 2 * 3 * 256 * 256 * 4
-    assert hint.figure("capacity bytes") == hardware.gpu("H100").max_shared_memory_per_block
+    assert hint.figure("capacity bytes") == 227 * 1024  # cc 9.0: 227 KB per block
     fn, args = matmul(64, 64, 64, 512, 64, 512, params=mosaic)
     assert hints_of(fn, *args, rule="working-set") == []
     # Triton reads blocks from global memory: only a compile's shared memory tells.

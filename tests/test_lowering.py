@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -480,8 +484,50 @@ def test_tpu_only_kernel_on_gpu_points_at_its_params():
     lowered = inspection.lower("triton")
     assert not lowered.ok and "pltpu.CompilerParams" in lowered.error.message
     kernel = inspection.kernels[0]
-    assert lowered.error.location == (kernel.call_site or kernel.source)
+    # Inspected directly, the kernel has no calling line: the error names its def.
+    assert kernel.call_site is None
+    assert lowered.error.location == kernel.source
+    kacc = _line_of(corpus.__file__, "def kacc_matmul(")
+    assert lowered.error.location.line == _line_of(corpus.__file__, "def kernel(", kacc)
     assert inspection.lower("mosaic-tpu:v5e").ok
+
+    # Called from a program, it names the line of the program that calls it.
+    def program(x, y):
+        return case.fn(x, y) * 2  # the call
+
+    called = pallaslab.inspect(program, *case.args)
+    error = called.lower("triton").error
+    assert called.kernels[0].call_site == error.location
+    assert (error.location.file, error.location.line) == (
+        __file__,
+        _line_of(__file__, "# the call"),
+    )
+
+
+def test_the_params_error_does_not_depend_on_what_was_lowered_before():
+    # JAX registers each Pallas backend's params when it first lowers for it: in a
+    # fresh process nothing is registered, and the TPU kernel's message must not change.
+    code = (
+        "import pallaslab\n"
+        "from tests import corpus\n"
+        "case = corpus.kacc_matmul()\n"
+        "print(pallaslab.inspect(case.fn, *case.args).lower('triton').error.message)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "`kernel` passes pltpu.CompilerParams (Mosaic TPU): GPU targets cannot take it." in (
+        done.stdout
+    )
 
 
 def test_unsupported_primitive_points_at_its_line():

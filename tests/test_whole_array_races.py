@@ -249,11 +249,17 @@ def test_overlapping_stores_race_element_by_element_and_are_confirmed():
     shuffled = np.asarray(pallaslab.emulate(fn, order="gpu", seed=0)(*args))
     changed = np.flatnonzero(shuffled != grid_order)
     assert changed.size and set(changed) <= set(doubled)
-    # Whichever program won, an overlapped element holds x + p or x + p + 1.
+    # An overlapped element holds x + p of whichever of p and p + 1 ran later in seed 0's
+    # order (a later step, or a later lane of the same step, writes back last).
+    schedule = emulator.permuted_schedule(inspection.kernels[0], "gpu", seed=0)
+    when = {
+        int(schedule.pids[s, b, 0]): (s, b)
+        for s, b in zip(*np.nonzero(schedule.valid), strict=True)
+    }
     x = np.asarray(args[0])
     for e in doubled:
         p = e // 128 - 1
-        assert shuffled[e] - x[e] in (p, p + 1)
+        assert shuffled[e] - x[e] == max(p, p + 1, key=when.__getitem__), e
 
 
 def test_loading_what_another_program_stores_is_a_read_race():

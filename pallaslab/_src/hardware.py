@@ -2,8 +2,12 @@
 
 Used for occupancy (registers, shared memory, warps per SM), working-set checks
 (shared memory, VMEM) and rooflines (peak FLOP/s and memory bandwidth). Figures are
-per GPU or per TPU chip, dense (no structured sparsity), from the sources named in
-each entry. No JAX here.
+per GPU or per TPU chip, dense (no structured sparsity: NVIDIA's datasheets print
+tensor-core peaks with 2:4 sparsity, twice the dense ones), from the sources named in
+each entry (the addresses are in the comments above the tables). A figure no vendor
+publishes is listed in `UNPUBLISHED` with where it comes from instead.
+`tests/test_hardware_sources.py` holds a second copy of every figure, typed from the
+sources with the words they print, and checks this table against it. No JAX here.
 """
 
 from __future__ import annotations
@@ -98,6 +102,21 @@ class Tpu:
 
 
 _CUDA_GUIDE = "CUDA C++ Programming Guide, 'Compute Capabilities' table"
+
+# Sources (the tests quote each figure from them):
+# - CUDA C++ Programming Guide, "Technical Specifications per Compute Capability":
+#   https://docs.nvidia.com/cuda/cuda-c-programming-guide/#features-and-technical-specifications
+#   (registers, threads, blocks and shared memory per SM; KB there is 1024 bytes).
+# - A100: https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf
+#   and the Ampere whitepaper (SMs, L2):
+#   https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf
+# - H100: https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet
+#   and the Hopper whitepaper (SMs, L2, 66.9 / 989.4 TFLOPS):
+#   https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper
+# - H200: https://www.nvidia.com/en-us/data-center/h200/
+# - B200: the HGX B200 column of https://www.nvidia.com/en-us/data-center/hgx/ (per GPU)
+# - L4: https://resources.nvidia.com/en-us-gpu-resources/l4-tensor-datasheet
+# - RTX 4090: https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf
 
 GPUS: dict[str, Gpu] = {
     g.name: g
@@ -221,6 +240,12 @@ GPUS: dict[str, Gpu] = {
 
 _TPU_DOCS = "Google Cloud TPU documentation (System architecture, per-version pages)"
 
+# Sources: https://cloud.google.com/tpu/docs/v4, /v5e, /v5p, /v6e and /tpu7x (TensorCores,
+# HBM, bandwidth, bf16 peak; Google writes GB for the GiB its own JAX counts), Google's
+# Ironwood announcement (7x bandwidth), and JAX's TPU hardware reference for what the
+# Cloud pages leave out, VMEM, SMEM and MXU columns per TensorCore:
+# https://docs.jax.dev/en/latest/pallas/tpu/hardware.html (jax/_src/pallas/mosaic/tpu_info.py).
+
 TPUS: dict[str, Tpu] = {
     t.name: t
     for t in (
@@ -267,7 +292,8 @@ TPUS: dict[str, Tpu] = {
             vmem_per_core=128 * MiB,
             smem_per_core=1 * MiB,
             memory_bytes=32 * 1024**3,
-            memory_bandwidth=1.64e12,
+            # "HBM bandwidth per chip: 1638 GBps" (the v6e page; 1.64e12 before).
+            memory_bandwidth=1.638e12,
             bf16_flops=918e12,
             mxu_size=256,
             source=_TPU_DOCS,
@@ -285,6 +311,28 @@ TPUS: dict[str, Tpu] = {
             source=f"{_TPU_DOCS}; Google Cloud blog 'Ironwood' (Apr 2025): 4614 FP8 TFLOPS",
         ),
     )
+}
+
+
+# Figures of the tables above that no vendor publishes, per chip and field: where each
+# comes from instead. The tests check that every other figure matches a published one.
+UNPUBLISHED: dict[str, dict[str, str]] = {
+    "H200": {
+        "sms": "not in the H200's datasheet; an H200 is a GH100 like the H100 SXM5 (the "
+        "same published FP32 and tensor-core peaks): the H100 SXM5's 132",
+        "l2_bytes": "not in the H200's datasheet: the H100 SXM5's 50 MB (same GH100)",
+    },
+    "B200": {
+        "sms": "not in NVIDIA's B200 datasheets: 148, as B200 devices report it; with 128 "
+        "FP32 lanes per SM at 1.98 GHz it gives the published 75 TFLOPS FP32",
+        "l2_bytes": "not in NVIDIA's B200 datasheets or Blackwell brief: 126 MiB, as B200 "
+        "devices report it",
+    },
+    "L4": {
+        "sms": "not in the L4's datasheet: 58, as L4 devices report it; with 128 FP32 lanes "
+        "per Ada SM at 2.04 GHz it gives the published 30.3 TFLOPS FP32",
+        "l2_bytes": "not in the L4's datasheet: 48 MB, the AD104's",
+    },
 }
 
 

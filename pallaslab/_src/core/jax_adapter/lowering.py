@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import functools
 import importlib
 import json
 import pickle
@@ -213,6 +214,24 @@ def gpu_chip(
             mosaic_core._infer_arch = saved
 
 
+# Each Pallas backend registers which compiler params it lowers when its module is
+# first imported, and JAX imports it only when lowering for that backend: a kernel with
+# TPU params lowered for CUDA first in a process got "install jaxlib GPU" instead of
+# "compiler params for platform tpu cannot be used for gpu lowering". Imported before
+# any cross-platform lowering, so the error does not depend on what was lowered before.
+_BACKEND_REGISTRATIONS = (
+    "jax._src.pallas.mosaic.pallas_call_registration",
+    "jax._src.pallas.mosaic_gpu.pallas_call_registration",
+    "jax._src.pallas.triton.pallas_call_registration",
+)
+
+
+@functools.cache
+def _register_pallas_backends() -> None:
+    for name in _BACKEND_REGISTRATIONS:
+        _optional(name)
+
+
 def lower_module(
     fn: Callable[..., Any],
     args: Sequence[Any],
@@ -236,6 +255,8 @@ def lower_module(
         chip = contextlib.nullcontext()
     # Mesh kernels get an interpreter only where they run on this CPU.
     cross = platform not in (None, "cpu")
+    if cross:
+        _register_pallas_backends()
     with gpu_backend(mosaic_gpu), chip, execution.mesh_interpret(not cross):
         traced = jax.jit(fn).trace(*args)
         if platform is None:
