@@ -1,0 +1,56 @@
+"""What a new user stumbled on (issue 15): each stumble, checked where it happened."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from pallaslab._src import cli
+
+CLI_KERNELS = textwrap.dedent(
+    """\
+    import jax, jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def add_kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    def add(x, y, block=128):
+        return pl.pallas_call(
+            add_kernel,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid=(x.shape[0] // block,),
+            in_specs=[pl.BlockSpec((block,), lambda i: (i,))] * 2,
+            out_specs=pl.BlockSpec((block,), lambda i: (i,)),
+        )(x, y)
+    """
+)
+
+
+def _lower(tmp_path, capsys, *flags):
+    path = tmp_path / "kernels.py"
+    path.write_text(CLI_KERNELS)
+    argv = ["lower", f"{path}:add", "-t", "mosaic-tpu:v5e", "-a", "f32[1024],f32[1024]"]
+    code = cli.main([*argv, *flags])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    return out
+
+
+def test_cli_resources_come_after_the_mapped_text(tmp_path, capsys):
+    out = _lower(tmp_path, capsys, "--map", "--resources")
+    lines = out.splitlines()
+    # The mapped IR: the add is on kernels.py line 5, and the line carries it.
+    add = next(n for n, line in enumerate(lines) if "arith.addf" in line)
+    assert lines[add].lstrip().startswith("kernels.py:5 | ")
+    # The resources follow the text, as comments of the IR's language.
+    vmem = next(n for n, line in enumerate(lines) if "VMEM of blocks and scratch" in line)
+    assert vmem > add and lines[vmem].startswith("// ")
+    assert any("x_ref" in line for line in lines[vmem:])
+
+
+def test_cli_resources_only_prints_no_text(tmp_path, capsys):
+    out = _lower(tmp_path, capsys, "--resources-only")
+    assert "VMEM of blocks and scratch" in out and "arith.addf" not in out
+    assert "arith.addf" in _lower(tmp_path, capsys, "--resources")
