@@ -54,3 +54,16 @@ def test_cli_resources_only_prints_no_text(tmp_path, capsys):
     out = _lower(tmp_path, capsys, "--resources-only")
     assert "VMEM of blocks and scratch" in out and "arith.addf" not in out
     assert "arith.addf" in _lower(tmp_path, capsys, "--resources")
+
+
+def test_kernel_help_shows_the_cell_magic_usage(ip):
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as captured:
+        ip.run_cell("%%kernel?")
+    text = captured.stdout
+    usage = text[text.index("::") :].split("\n\n")[1].strip()
+    # A cell magic, its call first, then the options.
+    assert usage.startswith("%%kernel [CALL] [--ref EXPR]")
+    assert "  %kernel" not in text and "positional arguments" not in text
+    assert "CALL, the call on the" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import warnings
 from pathlib import Path
@@ -77,13 +78,11 @@ class KernelMagics(Magics):
     """Holds the `%%kernel` magic."""
 
     @cell_magic
-    @magic_arguments()
-    @argument(
-        "call",
-        nargs="?",
-        help="The call to inspect and run, e.g. `add(x, y)`, evaluated after the cell. "
-        "Without one, the Pallas kernels the cell ran are inspected.",
-    )
+    # IPython prints the usage as "%" + this name: a cell magic's is "%%kernel", and
+    # the call comes first (argparse would list a positional argument last).
+    @magic_arguments("%kernel [CALL]")
+    # Documented in the docstring: argparse cannot place it first in the usage.
+    @argument("call", nargs="?", help=argparse.SUPPRESS)
     @argument("--ref", metavar="EXPR", help="Reference: a callable or an expression.")
     @argument("--no-run", action="store_true", help="Trace only; do not run.")
     @argument(
@@ -135,11 +134,13 @@ class KernelMagics(Magics):
     def kernel(self, line: str, cell: str) -> None:
         """Run a cell of Pallas code, then trace, run and inspect its kernels.
 
-        The cell runs as ordinary Python in your namespace. Then the call on the magic
-        line is traced (never parsed), run on the backend at hand (on CPU in pallaslab's
-        emulator, with the same results as Pallas' interpret mode), compared with --ref,
-        and shown in the inspector. The inspection is kept
-        as `_kernel` (or --name); its run's outputs are `_kernel.result.values`.
+        The cell runs as ordinary Python in your namespace. Then CALL, the call on the
+        magic line (e.g. add(x, y), evaluated after the cell), is traced (never parsed),
+        run on the backend at hand (on CPU in pallaslab's emulator, with the same
+        results as Pallas' interpret mode), compared with --ref, and shown in the
+        inspector. Without a CALL, the Pallas kernels the cell ran are inspected. The
+        inspection is kept as _kernel (or --name); its run's outputs are
+        _kernel.result.values.
 
         Example::
 
