@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
+import nbformat
 import pytest
 
 from pallaslab._src import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 CLI_KERNELS = textwrap.dedent(
     """\
@@ -67,3 +72,32 @@ def test_kernel_help_shows_the_cell_magic_usage(ip):
     assert usage.startswith("%%kernel [CALL] [--ref EXPR]")
     assert "  %kernel" not in text and "positional arguments" not in text
     assert "CALL, the call on the" in text
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebooks_open_unmodified(path):
+    """JupyterLab marks a notebook modified as it opens when it must change anything."""
+    from ipykernel.ipkernel import IPythonKernel
+    from ipykernel.kernelspec import get_kernel_dict
+
+    raw = path.read_text(encoding="utf-8")
+    notebook = nbformat.reads(raw, as_version=nbformat.NO_CONVERT)
+    # Nothing to upgrade: the current format, every cell with an id ...
+    assert (notebook.nbformat, notebook.nbformat_minor) == (
+        nbformat.current_nbformat,
+        nbformat.current_nbformat_minor,
+    )
+    assert all(cell.get("id") for cell in notebook.cells)
+    # ... written as Jupyter's server writes it ...
+    assert nbformat.writes(notebook) + "\n" == raw
+    # ... and the kernelspec and language_info Lab sets from the kernel it starts
+    # (ipykernel's, as a fresh clone's environment has it; the Python version varies).
+    spec = get_kernel_dict()
+    assert dict(notebook.metadata.kernelspec) == {
+        "display_name": spec["display_name"],
+        "language": spec["language"],
+        "name": "python3",
+    }
+    expected = {k: v for k, v in IPythonKernel.language_info.items() if k != "version"}
+    saved = dict(notebook.metadata.language_info)
+    assert saved.pop("version", None) and saved == expected
