@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -101,3 +102,32 @@ def test_notebooks_open_unmodified(path):
     expected = {k: v for k, v in IPythonKernel.language_info.items() if k != "version"}
     saved = dict(notebook.metadata.language_info)
     assert saved.pop("version", None) and saved == expected
+
+
+# Where students and users read: the course, its solutions, the README, the package
+# (messages, docstrings, the widget's scripts).
+_READ_BY_USERS = [
+    *NOTEBOOKS,
+    *sorted((ROOT / "notebooks" / "solutions").glob("*.py")),
+    ROOT / "README.md",
+    *sorted(p for p in (ROOT / "pallaslab").rglob("*") if p.suffix in {".py", ".js", ".json"}),
+]
+# Internal names of the documents pallaslab grew from, meaningless to a reader.
+_SEED_NAMES = re.compile(r"\bseeds? ?(?:0\d\d|document|tutorial|essay|note)\b|\bthe seed's\b", re.I)
+
+
+def test_sources_are_cited_by_name_not_by_seed_number():
+    found = [
+        f"{path.relative_to(ROOT)}: {match.group(0)!r}"
+        for path in _READ_BY_USERS
+        if path.is_file()
+        for match in _SEED_NAMES.finditer(path.read_text(encoding="utf-8", errors="replace"))
+    ]
+    assert found == []
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for title in (
+        "Pallas Design",
+        "How to Write a Matrix Multiplication Kernel using Pallas",
+        "A Case for Tracing Based DSL Kernel Languages",
+    ):
+        assert title in readme

@@ -142,7 +142,7 @@ def run_options() -> dict[str, Any]:
     """How the program pallaslab runs is compiled.
 
     On CPU a run is one call of the emulated program, where compiling is most of the
-    wait: XLA's level-1 backend optimisation compiles the seed matmul's ~20% faster
+    wait: XLA's level-1 backend optimisation compiles notebook 04's matmul ~20% faster
     than the default for the same run time (benchmarks/inspector_latency.py). The
     timing harness compiles its own copy at full optimisation.
     """
