@@ -4,8 +4,8 @@ Goals (IR explorer issue), on CPU: Triton IR and Mosaic modules under 0.5 s, PTX
 under 3 s, a cached lowering under 10 ms.
 
 The seed matmul (the Pallas matmul tutorial's: 128x128x32 tiles, 8 warps, 3 stages, Triton
-loads) is lowered for `triton` and `ptx:sm_90`. It has no Mosaic lowering (Triton-only loads), so the
-same product goes to Mosaic through JAX's own kernels: `jax.experimental.pallas.ops.tpu
+loads) is lowered for `triton` and `ptx:sm_90`. It has no Mosaic lowering (Triton-only loads),
+so the same product goes to Mosaic through JAX's own kernels: `jax.experimental.pallas.ops.tpu
 .matmul` (128x128 blocks) for `mosaic-tpu:v5e` and `tpu-compile:v5e`, and
 `ops.gpu.hopper_matmul_mgpu` (128x128x64 tiles, traced for an H100) for `mosaic-gpu`.
 
