@@ -6,10 +6,15 @@ import re
 import textwrap
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import nbformat
 import pytest
+from jax.experimental import pallas as pl
 
+import pallaslab
 from pallaslab._src import cli
+from pallaslab._src.geometry import merit
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -17,7 +22,6 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CLI_KERNELS = textwrap.dedent(
     """\
     import jax, jax.numpy as jnp
-    from jax.experimental import pallas as pl
 
     def add_kernel(x_ref, y_ref, o_ref):
         o_ref[...] = x_ref[...] + y_ref[...]
@@ -131,3 +135,97 @@ def test_sources_are_cited_by_name_not_by_seed_number():
         "A Case for Tracing Based DSL Kernel Languages",
     ):
         assert title in readme
+
+
+# ---------------------------------------------------------------------------
+# MXU / tensor-core / bf16 advice only where a matrix product is.
+
+# A GPU's "tensor cores" (a TPU's "TensorCores" are its cores, for any work).
+_MATRIX_WORDS = re.compile(r"MXU|[Tt]ensor[ -]cores?|bf16|BF16|bfloat16|matrix products run")
+
+
+def _elementwise_add(dtype):
+
+    def add_kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    shape = jax.ShapeDtypeStruct((256, 512), dtype)
+    call = pl.pallas_call(
+        add_kernel,
+        out_shape=shape,
+        grid=(2, 4),
+        in_specs=[pl.BlockSpec((128, 128), lambda i, j: (i, j))] * 2,
+        out_specs=pl.BlockSpec((128, 128), lambda i, j: (i, j)),
+    )
+    return call, (shape, shape)
+
+
+def _matmul(dtype, block=128):
+
+    def matmul_kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = jnp.dot(x_ref[...], y_ref[...]).astype(o_ref.dtype)
+
+    x = jax.ShapeDtypeStruct((256, 256), dtype)
+    call = pl.pallas_call(
+        matmul_kernel,
+        out_shape=x,
+        grid=(256 // block, 256 // block),
+        in_specs=[
+            pl.BlockSpec((block, 256), lambda i, j: (i, 0)),
+            pl.BlockSpec((256, block), lambda i, j: (0, j)),
+        ],
+        out_specs=pl.BlockSpec((block, block), lambda i, j: (i, j)),
+    )
+    return call, (x, x)
+
+
+def _advice(inspection):
+    """Every chip's roofline notes and peak names, and every chip's hints, in words."""
+
+    kernel = inspection.kernels[0]
+    words = []
+    for schedule in ("tpu", "gpu"):
+        figures = merit.kernel_merit(kernel.tiles(), schedule)
+        for chip in merit.chips(schedule):
+            fit = merit.on_chip(figures, chip)
+            words += [fit.peak_name, *fit.notes]
+    for chip in ("v5e", "v6e", "H100", "A100"):
+        words += [h.message for h in pallaslab.hints(inspection, chip=chip)]
+    return words
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_an_elementwise_kernel_gets_no_matrix_unit_advice(dtype):
+
+    call, args = _elementwise_add(dtype)
+    inspection = pallaslab.inspect(call, *args)
+    work = inspection.kernels[0].work
+    assert work.matmul_flops == 0 and work.matmul_dtypes == ()
+    assert work.flops == 256 * 512  # one add per element
+    advice = _advice(inspection)
+    assert advice and [w for w in advice if _MATRIX_WORDS.search(w)] == []
+
+
+def test_a_bf16_matmul_gets_matrix_unit_advice():
+
+    call, args = _matmul("bfloat16", block=64)
+    inspection = pallaslab.inspect(call, *args)
+    work = inspection.kernels[0].work
+    assert work.matmul_flops == 2 * 256 * 256 * 256 and work.matmul_dtypes == ("bfloat16",)
+    tiles = inspection.kernels[0].tiles()
+    tpu = merit.on_chip(merit.kernel_merit(tiles, "tpu"), "v5e")
+    gpu = merit.on_chip(merit.kernel_merit(tiles, "gpu"), "H100")
+    assert tpu.peak_name == "dense bf16 (MXU)" and not any("passes" in n for n in tpu.notes)
+    assert gpu.peak_name == "dense bf16 tensor cores"
+    # 64-wide blocks use half of v6e's 256x256 MXU: the hint says so.
+    assert any("MXU" in h.message for h in pallaslab.hints(inspection, chip="v6e"))
+
+
+def test_an_f32_matmul_is_told_about_the_mxu_passes():
+
+    call, args = _matmul("float32")
+    tiles = pallaslab.inspect(call, *args).kernels[0].tiles()
+    tpu = merit.on_chip(merit.kernel_merit(tiles, "tpu"), "v5e")
+    assert any("several bf16 passes" in n for n in tpu.notes)
+    gpu = merit.on_chip(merit.kernel_merit(tiles, "gpu"), "H100")
+    assert gpu.peak_name == "fp32"

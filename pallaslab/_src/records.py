@@ -628,8 +628,14 @@ class KernelWork:
         transcendentals: exp, log, tanh, ... evaluations over the whole grid.
         exact: False when a loop's trip count is only known at run time (such loops
             are counted once) or a branch was taken as its costlier side.
+        matmul_flops: The part of `flops` in matrix products (`dot_general`): what
+            the MXU or the tensor cores can take. None when not counted.
+        matmul_dtypes: The dtypes the matrix products multiply (each dot's widest
+            operand dtype as the dot sees it), e.g. ("bfloat16",); () without one.
     """
 
     flops: int
     transcendentals: int
     exact: bool = True
+    matmul_flops: int | None = None
+    matmul_dtypes: tuple[str, ...] = ()
