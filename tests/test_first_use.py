@@ -22,6 +22,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CLI_KERNELS = textwrap.dedent(
     """\
     import jax, jax.numpy as jnp
+    from jax.experimental import pallas as pl
 
     def add_kernel(x_ref, y_ref, o_ref):
         o_ref[...] = x_ref[...] + y_ref[...]
@@ -43,8 +44,8 @@ def _lower(tmp_path, capsys, *flags):
     path.write_text(CLI_KERNELS)
     argv = ["lower", f"{path}:add", "-t", "mosaic-tpu:v5e", "-a", "f32[1024],f32[1024]"]
     code = cli.main([*argv, *flags])
-    out, _ = capsys.readouterr()
-    assert code == 0
+    out, err = capsys.readouterr()
+    assert code == 0, err
     return out
 
 
