@@ -230,3 +230,101 @@ def test_an_f32_matmul_is_told_about_the_mxu_passes():
     assert any("several bf16 passes" in n for n in tpu.notes)
     gpu = merit.on_chip(merit.kernel_merit(tiles, "gpu"), "H100")
     assert gpu.peak_name == "fp32"
+
+
+# ---------------------------------------------------------------------------
+# Names: the user's, never JAX's "args[0]"; a shared BlockSpec names each operand.
+
+SHARED_SPEC_CELL = """\
+def add_kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] + y_ref[...]
+
+spec = pl.BlockSpec((128,), lambda i: (i,))
+add = pl.pallas_call(add_kernel, out_shape=jax.ShapeDtypeStruct((1024,), jnp.float32),
+                     grid=(8,), in_specs=[spec, spec], out_specs=spec)
+x = jnp.arange(1024.0); y = 2 * x
+"""
+
+
+def _bare_add():
+    def add_kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    spec = pl.BlockSpec((128,), lambda i: (i,))
+    return pl.pallas_call(
+        add_kernel,
+        out_shape=jax.ShapeDtypeStruct((1024,), jnp.float32),
+        grid=(8,),
+        in_specs=[spec, spec],
+        out_specs=spec,
+    )
+
+
+def _names(inspection):
+    return (
+        [a.path for a in inspection.args],
+        [[(o.name, o.origin) for o in k.operands if o.role == "in"] for k in inspection.kernels],
+    )
+
+
+def test_the_kernels_tab_names_a_bare_pallas_call_s_operands_as_the_cell_does(ip):
+    from pallaslab._src.views.tabs import overview, source
+
+    ip.run_cell("import jax, jax.numpy as jnp\nfrom jax.experimental import pallas as pl")
+    result = ip.run_cell_magic("kernel", "add(x, y) --no-run", SHARED_SPEC_CELL)
+    assert result is None
+    inspection = ip.user_ns["_kernel"]
+    assert _names(inspection) == (["x", "y"], [[("x_ref", "x"), ("y_ref", "y")]])
+    program = overview.payload(inspection)["program"]
+    assert [a["path"] for a in program["args"]] == ["x", "y"]
+    assert "args[" not in overview.static_html(inspection)
+    # One spec object, one index map, one line: each operand named on it.
+    (cell,) = source.payload(inspection)["files"]
+    marks = {m["line"]: m["text"] for m in cell["marks"]}
+    spec_line = (
+        1 + SHARED_SPEC_CELL.splitlines().index("spec = pl.BlockSpec((128,), lambda i: (i,))") + 1
+    )
+    assert marks[spec_line] == "BlockSpec of x_ref, y_ref and o_ref"
+
+
+def test_unnamed_arguments_take_the_kernel_s_parameter_names():
+    add = _bare_add()
+    x = jax.ShapeDtypeStruct((1024,), jnp.float32)
+    # A bare pallas_call, and a function of *args, name nothing: the kernel does.
+    assert _names(pallaslab.inspect(add, x, x)) == (
+        ["x_ref", "y_ref"],
+        [[("x_ref", "x_ref"), ("y_ref", "y_ref")]],
+    )
+
+    def forward(*args):
+        return add(*args)
+
+    assert _names(pallaslab.inspect(forward, x, x))[0] == ["x_ref", "y_ref"]
+    assert _names(pallaslab.inspect(jax.jit(add), x, x))[0] == ["x_ref", "y_ref"]
+
+    # The function's own names win, through jit; values computed on the way keep
+    # JAX's name (they are no argument of the program).
+    @jax.jit
+    def swapped(a, b):
+        return add(b, a) + add(2 * a, b)
+
+    assert _names(pallaslab.inspect(swapped, x, x)) == (
+        ["a", "b"],
+        [[("x_ref", "b"), ("y_ref", "a")], [("x_ref", "args[0]"), ("y_ref", "b")]],
+    )
+
+    # Two kernels with the same parameter names: names stay unique.
+    def twice(*args):
+        return add(args[0], args[1]) + add(args[2], args[3])
+
+    paths = _names(pallaslab.inspect(twice, x, x, x, x))[0]
+    assert paths == ["x_ref", "y_ref", "args[2]", "args[3]"]
+
+
+def test_call_argument_names():
+    from pallaslab._src.core.session import call_argument_names
+
+    assert call_argument_names("add(x, y)") == ("x", "y")
+    assert call_argument_names("f(p.w, xs[0], 2 * y, k=z)") == ("p.w", "xs[0]", None)
+    assert call_argument_names("f(x, *rest, y)") == ("x",)
+    assert call_argument_names("not a call") == ()

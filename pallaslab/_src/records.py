@@ -74,7 +74,8 @@ class Operand:
         position: Index among the kernel function's arguments (0-based).
         role: "in", "out" or "scratch".
         name: The kernel parameter's name (e.g. "x_ref"), "" when unknown.
-        origin: Where JAX says it came from: "args[0]", "outputs", "scratch[1]".
+        origin: Where it comes from: the program's argument passed to it unchanged
+            ("x"), else as JAX names it ("args[0]", "outputs", "scratch[1]").
         shape: Shape of the whole array (for scratch: of the buffer).
         dtype: The dtype's name.
         block_shape: The block each program sees, one entry per array dimension;

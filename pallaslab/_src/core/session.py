@@ -129,7 +129,9 @@ def execute_cell(
                 options.call, namespace, magic_line, fail, name_source(filename) or ""
             )
             try:
-                program = tracing.trace_program(fn, args, kwargs)
+                program = tracing.trace_program(
+                    fn, args, kwargs, arg_names=call_argument_names(options.call)
+                )
             except Exception as error:
                 raise fail(error, magic_line) from None
             inspection = Inspection.from_program(program)
@@ -182,6 +184,32 @@ def _compile(
         tree.body.pop()
         last_expr = compile(ast.Expression(last.value), filename, "eval")
     return compile(tree, filename, "exec"), last_expr
+
+
+# Argument expressions short and plain enough to name an argument by (`x`, `p.w`).
+_NAME_LIKE = (ast.Name, ast.Attribute, ast.Subscript)
+_MAX_NAME = 24
+
+
+def call_argument_names(call: str) -> tuple[str | None, ...]:
+    """How a written call names its positional arguments: `f(x, 2 * y)` -> (x, None).
+
+    Only plain names, attributes and subscripts count; after a `*rest` the positions
+    are unknown, so nothing more is named.
+    """
+    try:
+        node = ast.parse(call.strip(), mode="eval").body
+    except SyntaxError:
+        return ()
+    if not isinstance(node, ast.Call):
+        return ()
+    names: list[str | None] = []
+    for arg in node.args:
+        if isinstance(arg, ast.Starred):
+            break
+        text = ast.unparse(arg) if isinstance(arg, _NAME_LIKE) else ""
+        names.append(text if text and len(text) <= _MAX_NAME else None)
+    return tuple(names)
 
 
 def _evaluate_call(

@@ -11,12 +11,18 @@ import numpy as np
 
 from pallaslab._src.core.jax_adapter.indexmaps import index_map_from_jaxpr
 from pallaslab._src.core.jax_adapter.probes import (
+    CALL_PRIMITIVES,
     MESH_KERNELS,
     PALLAS_CALL,
     jax_core,
     source_info_util,
 )
-from pallaslab._src.core.jax_adapter.shapes import grid_axis_names, inner_jaxpr, scoped_refs
+from pallaslab._src.core.jax_adapter.shapes import (
+    call_body,
+    grid_axis_names,
+    inner_jaxpr,
+    scoped_refs,
+)
 from pallaslab._src.core.jax_adapter.work import count_work
 from pallaslab._src.records import CostEstimate, Kernel, KernelWork, Operand, Role, SourceLocation
 
@@ -68,6 +74,64 @@ def _walk(
         label = _path_label(name, eqn.params)
         for sub in jax_core.jaxprs_in_params(eqn.params):
             _walk(sub, (*path, label), (*trail, eqn), sites)
+
+
+def program_inputs_of(closed_jaxpr: Any, site: KernelSite) -> tuple[int | None, ...]:
+    """Per value a kernel is bound to: the program input it is, unchanged, or None.
+
+    Values are followed through the calls enclosing the kernel (`jit`, `closed_call`
+    ...), whose bodies take their inputs one to one; not through loops or branches,
+    whose bodies see slices or carries.
+    """
+    if site.eqn is None:
+        return ()
+    unknown = (None,) * len(site.eqn.invars)
+    where: dict[Any, int] = {v: k for k, v in enumerate(inner_jaxpr(closed_jaxpr).invars)}
+    for depth, eqn in enumerate(site.trail):
+        inner = site.trail[depth + 1] if depth + 1 < len(site.trail) else site.eqn
+        body = call_body(eqn.params) if eqn.primitive.name in CALL_PRIMITIVES else None
+        jaxpr = inner_jaxpr(body) if body is not None else None
+        if (
+            jaxpr is None
+            or len(jaxpr.invars) != len(eqn.invars)
+            or not any(e is inner for e in jaxpr.eqns)
+        ):
+            return unknown
+        where = {
+            var: where[outer]
+            for var, outer in zip(jaxpr.invars, eqn.invars, strict=True)
+            if not isinstance(outer, jax_core.Literal) and outer in where
+        }
+    return tuple(None if isinstance(v, jax_core.Literal) else where.get(v) for v in site.eqn.invars)
+
+
+def kernel_operand_positions(site: KernelSite) -> tuple[int | None, ...]:
+    """Per value a kernel is bound to: the operand (kernel parameter) it becomes.
+
+    None where unknown: mesh kernels (their refs are made inside), and the values
+    JAX binds before the operands (captured refs, dynamic grid bounds).
+    """
+    if site.eqn is None:
+        return ()
+    count = len(site.eqn.invars)
+    grid_mapping = site.params.get("grid_mapping")
+    if site.primitive != PALLAS_CALL or grid_mapping is None:
+        return (None,) * count
+    operands = int(grid_mapping.num_index_operands) + int(grid_mapping.num_inputs)
+    if count < operands:
+        return (None,) * count
+    # The operands come last: pallas_call binds captured refs and grid bounds first.
+    return (None,) * (count - operands) + tuple(range(operands))
+
+
+def kernel_parameter_names(site: KernelSite) -> tuple[str, ...]:
+    """Per value a kernel is bound to: the kernel function's parameter name, or ""."""
+    positions = kernel_operand_positions(site)
+    if not any(p is not None for p in positions):
+        return ("",) * len(positions)
+    body = site.params["jaxpr"]
+    names = _arg_names(body.debug_info, len(body.invars))
+    return tuple("" if p is None or p >= len(names) else names[p] for p in positions)
 
 
 def primitives_outside_kernels(closed_jaxpr: Any) -> list[str]:
