@@ -15,6 +15,7 @@ from jax.experimental import pallas as pl
 import pallaslab
 from pallaslab._src import cli
 from pallaslab._src.geometry import merit
+from tests import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -328,3 +329,106 @@ def test_call_argument_names():
     assert call_argument_names("f(p.w, xs[0], 2 * y, k=z)") == ("p.w", "xs[0]", None)
     assert call_argument_names("f(x, *rest, y)") == ("x",)
     assert call_argument_names("not a call") == ()
+
+
+# ---------------------------------------------------------------------------
+# Library internals are never anyone's source.
+
+
+def _recorded_files(inspection, *, lower=()):
+    """Every (what, file) an inspection's records point at as source."""
+    found = [("program jaxpr", f) for _, f, _ in inspection.jaxpr_source_map]
+    for kernel in inspection.kernels:
+        for what, location in (("source", kernel.source), ("call site", kernel.call_site)):
+            if location is not None:
+                found.append((f"{kernel.name} {what}", location.file))
+        found += [(f"{kernel.name} jaxpr", f) for _, f, _ in kernel.jaxpr_source_map]
+        for operand in kernel.operands:
+            if operand.index_map is not None and operand.index_map.source_file:
+                found.append((f"{operand.label} index map", operand.index_map.source_file))
+        for target in lower:
+            lowered = inspection.lower(target, kernel.index)
+            found += [(f"{kernel.name} {target}", f) for _, f, _ in lowered.source_map]
+            if lowered.error is not None and lowered.error.location is not None:
+                found.append((f"{kernel.name} {target} error", lowered.error.location.file))
+    for hint in pallaslab.hints(inspection, masks=False):
+        if hint.location is not None:
+            found.append((f"hint {hint.id}", hint.location.file))
+    return found
+
+
+def _internal(found):
+    from pallaslab._src import sources
+
+    return [(what, file) for what, file in found if sources.is_internal_file(file)]
+
+
+def test_a_default_blockspec_points_at_no_source_and_says_what_it_is(tmp_path):
+    from pallaslab._src.views.tabs import overview, source
+
+    def copy_kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    x = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+    # No BlockSpecs at all, and a BlockSpec with a block shape but no index map.
+    whole = pl.pallas_call(copy_kernel, out_shape=x)
+    no_map = pl.pallas_call(
+        copy_kernel,
+        out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32),
+        grid=(2,),
+        in_specs=[pl.BlockSpec((8, 128))],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+    )
+    inspection = pallaslab.inspect(whole, x)
+    assert _internal(_recorded_files(inspection, lower=("mosaic-tpu:v5e",))) == []
+    maps = [o.index_map for o in inspection.kernels[0].operands]
+    assert all(m.default and m.source_file == "" and m.source_line == 0 for m in maps)
+    table = overview.payload(inspection)["kernels"][0]["operands"]
+    assert [o["indexMap"] for o in table] == ["default BlockSpec: the whole array"] * 2
+    assert "core.py" not in overview.static_html(inspection)
+    assert all("jax" not in f["label"] for f in source.payload(inspection)["files"])
+
+    inspection = pallaslab.inspect(no_map, jax.ShapeDtypeStruct((16, 128), jnp.float32))
+    x_map, o_map = (o.index_map for o in inspection.kernels[0].operands)
+    assert x_map.default and not o_map.default and o_map.source_file == __file__
+    table = overview.payload(inspection)["kernels"][0]["operands"]
+    assert [o["indexMap"] for o in table] == ["no index map: block 0", "lambda i: (i, 0)"]
+
+
+def _plgpu_body(x_ref, o_ref):
+    o_ref[...] = x_ref[...] + 1.0
+
+
+def test_a_plgpu_kernel_is_defined_and_called_in_user_code():
+    import inspect as pyinspect
+    import warnings
+
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    def add_one(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # out_shape -> out_type
+            made = plgpu.kernel(_plgpu_body, out_shape=jax.ShapeDtypeStruct((128,), jnp.float32))
+        return made(x)
+
+    inspection = pallaslab.inspect(add_one, jax.ShapeDtypeStruct((128,), jnp.float32))
+    (kernel,) = inspection.kernels
+    assert _internal(_recorded_files(inspection)) == []
+    # Defined at its def line, run from the line that calls it: not JAX's wrapper.
+    assert (kernel.source.file, kernel.source.line) == (
+        __file__,
+        pyinspect.getsourcelines(_plgpu_body)[1],
+    )
+    assert kernel.call_site is not None and kernel.call_site.file == __file__
+    # Its refs take the kernel function's names, not the wrapper's ("refs[0]").
+    assert [(o.name, o.origin) for o in kernel.operands] == [
+        ("x_ref", "x"),
+        ("o_ref", "outputs[0]"),
+    ]
+
+
+@pytest.mark.parametrize("make", corpus.ALL, ids=lambda m: m.__name__)
+def test_no_record_of_the_corpus_points_into_internals(make):
+    case = make()
+    inspection = pallaslab.inspect(case.fn, *case.args, **case.kwargs)
+    assert _internal(_recorded_files(inspection, lower=("stablehlo",))) == []

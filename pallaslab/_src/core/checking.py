@@ -389,9 +389,8 @@ def _location(call: adapter.KernelCall, position: int, cause: str) -> SourceLoca
     record = call.record
     operand = record.operands[position]
     if cause in ("padding", "never-written"):
-        index_map = operand.index_map
-        own = index_map is not None and "/jax/_src/" not in index_map.source_file
-        if index_map is not None and index_map.source_file and own:
+        index_map = operand.index_map  # JAX's default map has no source: no BlockSpec
+        if index_map is not None and index_map.source_file:
             return SourceLocation(index_map.source_file, index_map.source_line)
     return record.source
 

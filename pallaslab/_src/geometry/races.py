@@ -530,7 +530,7 @@ def axis_names(kernel: Kernel) -> tuple[str, ...]:
         index_map = operand.index_map
         if index_map is None or index_map.num_grid_args != len(kernel.grid):
             continue
-        if "/jax/_src/" in index_map.source_file.replace("\\", "/"):
+        if index_map.default:
             continue  # JAX's own map for a ref without a BlockSpec: its names say nothing
         candidate = list(index_map.arg_names[: len(kernel.grid)])
         if names is None:

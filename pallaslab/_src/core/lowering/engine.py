@@ -281,7 +281,7 @@ class Lowerer:
     ) -> Lowered:
         language = language or target.language
         text, source_map = sourcemap.clean(raw, language, _kernel_file(kernel))
-        source_map = _readable(source_map)
+        source_map = sourcemap.readable(source_map)
         return Lowered(
             target=target.name,
             kernel=kernel.name if kernel else "",
@@ -755,7 +755,8 @@ def _location_in_text(text: str, kernel: Kernel | None) -> SourceLocation | None
         location = SourceLocation(match.group(1), int(match.group(2)))
         if wanted and match.group(1) == wanted:
             return location
-        fallback = fallback or location
+        if not sources.is_internal_file(location.file):  # never JAX's own lines
+            fallback = fallback or location
     return fallback if not wanted else None
 
 
@@ -770,20 +771,7 @@ def _strip_status(text: str) -> str:
 
 def _stage(name: str, raw: str, language: str, default_file: str) -> Stage:
     text, source_map = sourcemap.clean(raw, language, default_file)
-    return Stage(name, text, language, _readable(source_map))
-
-
-def _readable(source_map: sourcemap.SourceMap) -> sourcemap.SourceMap:
-    """Entries whose file's source can be shown (drops `<string>` and the like)."""
-    shown: dict[str, bool] = {}
-    kept = []
-    for entry in source_map:
-        file = entry[1]
-        if file not in shown:
-            shown[file] = bool(sources.lines(file))
-        if shown[file]:
-            kept.append(entry)
-    return tuple(kept)
+    return Stage(name, text, language, sourcemap.readable(source_map))
 
 
 def _kernel_file(kernel: Kernel | None) -> str:
