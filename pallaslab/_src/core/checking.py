@@ -430,11 +430,11 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
         if k < len(call.program.written) and not call.program.written[k]:
             return (
                 f"The kernel never stores into {operand.label}: write it with "
-                f"`{operand.label}[...] = value` (`{operand.label} = value` only rebinds a "
+                f"{operand.label}[...] = value ({operand.label} = value only rebinds a "
                 "Python name)."
             )
         return (
-            f"A program reads its block of {operand.label} before writing it (e.g. `+=` "
+            f"A program reads its block of {operand.label} before writing it (e.g. += "
             "without zeroing it first under pl.when(... == 0))."
         )
     return f"Write {operand.label} before reading it in every program that reads it."

@@ -116,7 +116,7 @@ def execute_cell(
                         Diagnosis(
                             "usage",
                             "--ref compares the result of the call on the magic line; "
-                            'name one, as in `%%kernel add(x, y) --ref "x + y"`.',
+                            'name one, as in %%kernel add(x, y) --ref "x + y".',
                             location=magic_line,
                             label=name_source(filename) or "",
                         ),
@@ -230,8 +230,8 @@ def _evaluate_call(
         raise _CellFailedError(
             Diagnosis(
                 "usage",
-                f"`{call.strip()}` is not a call; write the call to inspect, as in "
-                "`%%kernel add(x, y)`.",
+                f"'{call.strip()}' is not a call; write the call to inspect, as in "
+                "%%kernel add(x, y).",
                 location=magic_line,
                 label=label,
             ),
@@ -253,7 +253,7 @@ def _evaluate_call(
         raise _CellFailedError(
             Diagnosis(
                 "usage",
-                f"`{ast.unparse(node.func)}` is a {type(fn).__name__}, not a function to call.",
+                f"'{ast.unparse(node.func)}' is a {type(fn).__name__}, not a function to call.",
                 location=magic_line,
                 label=label,
             ),
@@ -284,7 +284,7 @@ def _check_grids(
                 "grid",
                 f"kernel {kernel.name} has grid={shown}: a grid size cannot be negative.",
                 "Each grid entry is how many programs run along that axis, e.g. "
-                "`grid=(n // 128,)` for blocks of 128 along an array of n.",
+                "grid=(n // 128,) for blocks of 128 along an array of n.",
                 location=location if label else None,
                 label=label or "",
             ),
@@ -360,7 +360,7 @@ def _check_reference(
             "reference",
             f"--ref does not match {inspection.name}: {result.comparison.problem}.",
             "The reference must compute the same outputs: same shapes, same dtypes "
-            "(cast with `.astype(...)` if needed).",
+            "(cast with .astype(...) if needed).",
             location=magic_line,
             label=name_source(magic_line.file) or "",
         ),
@@ -379,7 +379,7 @@ def inspect_recorded(sites: list[jax_adapter.KernelSite]) -> Inspection:
         notices = (
             "This cell ran no Pallas kernel pallaslab could trace. A function JAX "
             "compiled in an earlier cell runs from JAX's cache without being traced "
-            "again: name the call on the magic line, as in `%%kernel add(x, y)`.",
+            "again: name the call on the magic line, as in %%kernel add(x, y).",
         )
     elif notice := jax_adapter.feature_notice("record-kernels"):
         notices = (notice,)
@@ -490,9 +490,9 @@ def config_runner(
                 "usage",
                 f"--tune sets {', '.join(unread)}, but the cell never reads "
                 f"{'that name' if len(unread) == 1 else 'those names'}.",
-                "Tune names the code uses, e.g. `BLOCK_M = 128` at the top and "
-                "`pl.BlockSpec((BLOCK_M, K), ...)` below; for a keyword like "
-                "`num_warps=4`, write `num_warps=num_warps` and set `num_warps = 4`.",
+                "Tune names the code uses, e.g. BLOCK_M = 128 at the top and "
+                "pl.BlockSpec((BLOCK_M, K), ...) below; for a keyword like "
+                "num_warps=4, write num_warps=num_warps and set num_warps = 4.",
                 location=magic_line,
                 label=label,
             )

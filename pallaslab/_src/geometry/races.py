@@ -452,7 +452,7 @@ def _output_starts(
     if index_map.uses_prefetch and not prefetch:
         raise ValueError(
             f"cannot check {operand.label}: its index map reads scalar-prefetch values; "
-            "pass them as `prefetch=`"
+            "pass them as prefetch="
         )
     starts = block_starts(operand, kernel.grid, prefetch)
     return starts.reshape(-1, len(operand.shape))
