@@ -332,7 +332,7 @@ def test_requirements_are_checked_once_values_are_right():
     assert feedback.kind == "requirement"
     assert feedback.requirement == "one-kernel"
     assert feedback.message == (
-        "The values are right, but your function computes outside the kernel: `tanh` runs in XLA."
+        "The values are right, but your function computes outside the kernel: 'tanh' runs in XLA."
     )
 
 
