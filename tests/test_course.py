@@ -245,7 +245,7 @@ def test_an_error_names_the_line_of_this_file():
     assert feedback.kind == "error"
     line = broken.__code__.co_firstlineno + 2
     assert feedback.location == f"test_course.py line {line}"
-    assert feedback.message.startswith(f"On x: f32[256]: test_course.py line {line}: a Python 'if'")
+    assert feedback.message.startswith(f"On x: f32[256]: test_course.py line {line}: Python 'if'")
     assert "pl.when" in feedback.hint
 
 

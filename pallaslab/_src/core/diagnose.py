@@ -222,7 +222,7 @@ def _traced_branch(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
     if name == "TracerBoolConversionError":
         return Diagnosis(
             "traced-if",
-            "a Python 'if' (or 'while', 'and', 'or', 'not') on a value that is only known "
+            "Python 'if' (or 'while', 'and', 'or', 'not') on a value that is only known "
             "when the kernel runs.",
             "Branch at run time with @pl.when(cond) or jax.lax.cond(cond, f, g), and "
             "select values with jnp.where. Python's 'if' is for what is known while "
