@@ -4,8 +4,8 @@ Goal (emulator issue): at least 10x faster than `interpret=True` on the matmuls,
 within 3x of the plain jnp computation.
 
 Kernels, all f32:
-- the seed matmul (seed 002: 128x128 output blocks, a fori_loop over 32-wide K tiles
-  with pl.ds, Triton compiler params), 1024^3, grid 8x8;
+- the seed matmul (the Pallas matmul tutorial's: 128x128 output blocks, a fori_loop over
+  32-wide K tiles with pl.ds, Triton compiler params), 1024^3, grid 8x8;
 - the k-accumulating matmul (128-blocks, grid 8x8x8, zeroed with pl.when at k == 0,
   dimension semantics parallel/parallel/arbitrary);
 - `jax.experimental.pallas.ops.gpu.softmax` (one row per program, masked loads) at a

@@ -117,7 +117,7 @@ def cpu_main(rounds: int = 21) -> int:
 
 
 def seed_matmul(block_m=128, block_n=128, block_k=32, *, num_warps=8, num_stages=3, gelu=False):
-    """Seed 002's matmul (Triton backend); with `gelu`, the activation fused before the store."""
+    """The Pallas matmul tutorial's (Triton backend); with `gelu`, the activation fused."""
     return corpus.make_seed_matmul(
         block_m,
         block_n,

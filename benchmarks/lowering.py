@@ -3,9 +3,9 @@
 Goals (IR explorer issue), on CPU: Triton IR and Mosaic modules under 0.5 s, PTX
 under 3 s, a cached lowering under 10 ms.
 
-The seed 002 matmul (128x128x32 tiles, 8 warps, 3 stages, Triton loads) is lowered
-for `triton` and `ptx:sm_90`. It has no Mosaic lowering (Triton-only loads), so the
-same product goes to Mosaic through JAX's own kernels: `jax.experimental.pallas.ops.tpu
+The seed matmul (the Pallas matmul tutorial's: 128x128x32 tiles, 8 warps, 3 stages, Triton
+loads) is lowered for `triton` and `ptx:sm_90`. It has no Mosaic lowering (Triton-only loads),
+so the same product goes to Mosaic through JAX's own kernels: `jax.experimental.pallas.ops.tpu
 .matmul` (128x128 blocks) for `mosaic-tpu:v5e` and `tpu-compile:v5e`, and
 `ops.gpu.hopper_matmul_mgpu` (128x128x64 tiles, traced for an H100) for `mosaic-gpu`.
 
@@ -67,7 +67,7 @@ CACHED_GOAL_MS = 10.0
 
 
 def seed_matmul() -> Callable[..., Any]:
-    """The seed 002 kernel, made afresh (new objects: nothing in JAX's caches)."""
+    """The Pallas matmul tutorial's kernel, made afresh (new objects: nothing in JAX's caches)."""
     return corpus.make_seed_matmul(
         BLOCK_M, BLOCK_N, BLOCK_K, num_warps=NUM_WARPS, num_stages=NUM_STAGES
     )

@@ -245,7 +245,7 @@ def test_an_error_names_the_line_of_this_file():
     assert feedback.kind == "error"
     line = broken.__code__.co_firstlineno + 2
     assert feedback.location == f"test_course.py line {line}"
-    assert feedback.message.startswith(f"On x: f32[256]: test_course.py line {line}: Python `if`")
+    assert feedback.message.startswith(f"On x: f32[256]: test_course.py line {line}: Python 'if'")
     assert "pl.when" in feedback.hint
 
 
@@ -332,7 +332,7 @@ def test_requirements_are_checked_once_values_are_right():
     assert feedback.kind == "requirement"
     assert feedback.requirement == "one-kernel"
     assert feedback.message == (
-        "The values are right, but your function computes outside the kernel: `tanh` runs in XLA."
+        "The values are right, but your function computes outside the kernel: 'tanh' runs in XLA."
     )
 
 

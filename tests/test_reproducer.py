@@ -267,7 +267,7 @@ def test_what_cannot_be_written_is_said_and_fails_clearly(tmp_path):
     written = inspection.reproducer(tmp_path / "partial.py")
     assert len(written.problems) == 1 and "settings" in written.problems[0]
     text = written.script.read_text()
-    assert "# NOT WRITTEN: settings" in text and "NOT WRITTEN: `settings`" in text
+    assert "# NOT WRITTEN: settings" in text and "NOT WRITTEN: 'settings'" in text
     run = run_script(written.script)
     assert run.returncode != 0
     assert "settings (a tests.test_reproducer.Settings) could not be written" in run.stderr

@@ -275,12 +275,15 @@ def _lower(options: argparse.Namespace) -> int:
         text, source_map, language = stage.text, stage.source_map, stage.language
     if options.raw:
         text, source_map = lowered.raw_text, ()
-    if options.resources:
+    if options.resources_only:
         print(_resources_text(lowered.resources))
         return 0
     if not options.no_header:
         print(_commented(lowered.header + "".join(f"\n{n}" for n in lowered.notes), language))
     print(_with_map(text, source_map) if options.map else text)
+    if options.resources:
+        # After the text, as comments: the output stays a valid file of its language.
+        print(_commented("resources:\n" + _resources_text(lowered.resources), language))
     return 0
 
 
@@ -383,7 +386,14 @@ def parser() -> argparse.ArgumentParser:
     )
     lower.add_argument("--map", action="store_true", help="prefix lines with their source lines")
     lower.add_argument("--raw", action="store_true", help="the text as the compiler printed it")
-    lower.add_argument("--resources", action="store_true", help="print the resources instead")
+    lower.add_argument(
+        "--resources",
+        action="store_true",
+        help="add the resources (registers, shared memory, occupancy, VMEM) after the text",
+    )
+    lower.add_argument(
+        "--resources-only", action="store_true", help="print only the resources, not the text"
+    )
     lower.add_argument("--no-header", action="store_true", help="omit the provenance header")
     lower.add_argument("--json", action="store_true", help="the whole record as JSON")
     hints = commands.add_parser(

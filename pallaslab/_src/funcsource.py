@@ -414,7 +414,7 @@ class Script:
             if isinstance(self._bound[name], _Reserved):
                 self._problem(
                     name,
-                    f"{reader or 'the code'} reads a global `{name}`, a name the script uses "
+                    f"{reader or 'the code'} reads a global '{name}', a name the script uses "
                     "for itself: rename it in your code",
                 )
                 return
@@ -422,7 +422,7 @@ class Script:
                 return
             self._problem(
                 name,
-                f"{reader or 'the code'} reads `{name}` as {_describe(value)}, but another "
+                f"{reader or 'the code'} reads '{name}' as {_describe(value)}, but another "
                 f"function read it as {_describe(self._bound[name])}; the script keeps the first",
             )
             return
@@ -471,7 +471,7 @@ class Script:
     def placeholder(self, name: str, value: Any, why: str) -> None:
         """Binds `name` to a stand-in that fails clearly when used; notes the problem."""
         self.needs_placeholder = True
-        self._problem(name, f"`{name}` ({_describe(value)}) could not be written: {why}")
+        self._problem(name, f"'{name}' ({_describe(value)}) could not be written: {why}")
         note = _comment(
             f"NOT WRITTEN: {name} = {_describe(value)} ({why}); define it here by hand."
         )
@@ -652,7 +652,7 @@ class Script:
             try:
                 content = cell.cell_contents
             except ValueError:
-                self._problem(var, f"`{var}`, which {fn.__qualname__} closes over, was never set")
+                self._problem(var, f"'{var}', which {fn.__qualname__} closes over, was never set")
                 content = None
             parameters.append(var)
             try:

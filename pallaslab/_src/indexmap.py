@@ -179,12 +179,16 @@ class IndexMap:
             operation pallaslab cannot evaluate without JAX.
         text: The index map rendered as Python (`lambda i, j: (i, 0)`), or JAX's
             own jaxpr text when `outputs` is None.
-        source_file: File of the index map function ("" when unknown).
+        source_file: File of the index map function ("" when unknown, and for
+            index maps JAX makes itself: those are no one's source).
         source_line: Line of the index map function (0 when unknown).
         sizes: Per block dimension, the size of the slice the index map returns
             with `pl.ds(start, size)` (for `pl.BoundedSlice` dimensions; then
             `outputs` holds the start), or None for dimensions indexed by one
             integer. Empty when no dimension is a slice.
+        default: JAX made this index map: the operand has no BlockSpec, or one
+            without an index map. Every program gets block 0 of each dimension
+            (with no block shape either: the whole array).
     """
 
     arg_names: tuple[str, ...]
@@ -194,6 +198,7 @@ class IndexMap:
     source_file: str = ""
     source_line: int = 0
     sizes: tuple[Expr | None, ...] = ()
+    default: bool = False
 
     @property
     def evaluable(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import warnings
 from pathlib import Path
@@ -77,13 +78,11 @@ class KernelMagics(Magics):
     """Holds the `%%kernel` magic."""
 
     @cell_magic
-    @magic_arguments()
-    @argument(
-        "call",
-        nargs="?",
-        help="The call to inspect and run, e.g. `add(x, y)`, evaluated after the cell. "
-        "Without one, the Pallas kernels the cell ran are inspected.",
-    )
+    # IPython prints the usage as "%" + this name: a cell magic's is "%%kernel", and
+    # the call comes first (argparse would list a positional argument last).
+    @magic_arguments("%kernel [CALL]")
+    # Documented in the docstring: argparse cannot place it first in the usage.
+    @argument("call", nargs="?", help=argparse.SUPPRESS)
     @argument("--ref", metavar="EXPR", help="Reference: a callable or an expression.")
     @argument("--no-run", action="store_true", help="Trace only; do not run.")
     @argument(
@@ -96,7 +95,7 @@ class KernelMagics(Magics):
         "--bench",
         action="store_true",
         help=f"Time the call and the XLA baseline (--ref under jax.jit) with pallaslab's "
-        f"harness; the table is kept as `{BENCH_NAME}`.",
+        f"harness; the table is kept as '{BENCH_NAME}'.",
     )
     @argument(
         "--tune",
@@ -104,7 +103,7 @@ class KernelMagics(Magics):
         metavar="NAME=V1,V2",
         help=f"Autotune: run the cell for every combination of these values of names it "
         f"reads (e.g. --tune BLOCK_M=64,128 num_warps=4,8), check each against --ref, time "
-        f"it, keep the best; results are cached on disk; the result is kept as `{TUNE_NAME}`.",
+        f"it, keep the best; results are cached on disk; the result is kept as '{TUNE_NAME}'.",
     )
     @argument("--retune", action="store_true", help="With --tune: measure cached configs again.")
     @argument(
@@ -123,23 +122,25 @@ class KernelMagics(Magics):
         "--target",
         metavar="T",
         help="Lower the (first) kernel for this target, e.g. ptx:sm_90 or mosaic-tpu:v5e, "
-        "and open the IR tab on it; the text is then `_kernel.lower(T).text`.",
+        "and open the IR tab on it; the text is then _kernel.lower(T).text.",
     )
     @argument(
         "--diff",
         metavar="NAME",
         help=f"Compare this cell's inspection with the one kept under NAME (e.g. "
         f"{DEFAULT_NAME}, as the previous version left it): the IR line by line, resources, "
-        f"HBM traffic, the check; the diff is kept as `{DIFF_NAME}`.",
+        f"HBM traffic, the check; the diff is kept as '{DIFF_NAME}'.",
     )
     def kernel(self, line: str, cell: str) -> None:
         """Run a cell of Pallas code, then trace, run and inspect its kernels.
 
-        The cell runs as ordinary Python in your namespace. Then the call on the magic
-        line is traced (never parsed), run on the backend at hand (on CPU in pallaslab's
-        emulator, with the same results as Pallas' interpret mode), compared with --ref,
-        and shown in the inspector. The inspection is kept
-        as `_kernel` (or --name); its run's outputs are `_kernel.result.values`.
+        The cell runs as ordinary Python in your namespace. Then CALL, the call on the
+        magic line (e.g. add(x, y), evaluated after the cell), is traced (never parsed),
+        run on the backend at hand (on CPU in pallaslab's emulator, with the same
+        results as Pallas' interpret mode), compared with --ref, and shown in the
+        inspector. Without a CALL, the Pallas kernels the cell ran are inspected. The
+        inspection is kept as _kernel (or --name); its run's outputs are
+        _kernel.result.values.
 
         Example::
 
@@ -199,12 +200,12 @@ class KernelMagics(Magics):
         if options.reproducer and call is None:
             raise UsageError(
                 "--reproducer rebuilds the call on the magic line; name one, as in "
-                "`%%kernel matmul(a, b) --reproducer bug.py`"
+                "%%kernel matmul(a, b) --reproducer bug.py"
             )
         if options.bench and call is None:
             raise magic_line_error(
                 "--bench times the call on the magic line; name one, as in "
-                "`%%kernel matmul(a, b) --bench`"
+                "%%kernel matmul(a, b) --bench"
             )
         shell = self.shell
         assert shell is not None
@@ -306,7 +307,7 @@ class KernelMagics(Magics):
         if call is None:
             raise magic_line_error(
                 "--tune runs the call on the magic line for each config; name "
-                "one, as in `%%kernel matmul(a, b) --tune BLOCK_M=64,128`"
+                "one, as in %%kernel matmul(a, b) --tune BLOCK_M=64,128"
             )
         from pallaslab._src.bench.tune import parse_space  # noqa: PLC0415
 

@@ -74,7 +74,8 @@ class Operand:
         position: Index among the kernel function's arguments (0-based).
         role: "in", "out" or "scratch".
         name: The kernel parameter's name (e.g. "x_ref"), "" when unknown.
-        origin: Where JAX says it came from: "args[0]", "outputs", "scratch[1]".
+        origin: Where it comes from: the program's argument passed to it unchanged
+            ("x"), else as JAX names it ("args[0]", "outputs", "scratch[1]").
         shape: Shape of the whole array (for scratch: of the buffer).
         dtype: The dtype's name.
         block_shape: The block each program sees, one entry per array dimension;
@@ -628,8 +629,14 @@ class KernelWork:
         transcendentals: exp, log, tanh, ... evaluations over the whole grid.
         exact: False when a loop's trip count is only known at run time (such loops
             are counted once) or a branch was taken as its costlier side.
+        matmul_flops: The part of `flops` in matrix products (`dot_general`): what
+            the MXU or the tensor cores can take. None when not counted.
+        matmul_dtypes: The dtypes the matrix products multiply (each dot's widest
+            operand dtype as the dot sees it), e.g. ("bfloat16",); () without one.
     """
 
     flops: int
     transcendentals: int
     exact: bool = True
+    matmul_flops: int | None = None
+    matmul_dtypes: tuple[str, ...] = ()

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import linecache
 import sys
+import sysconfig
 from pathlib import Path
 
 _cell_labels: dict[str, str] = {}
@@ -59,6 +60,43 @@ def is_library_file(filename: str) -> bool:
     )
 
 
+# JAX's published kernels: code a kernel author wrote, shown as a kernel's source.
+_PUBLISHED_KERNELS = ("experimental/pallas/ops/",)
+
+
+def is_internal_file(filename: str) -> bool:
+    """Whether the file is machinery rather than anyone's kernel code.
+
+    pallaslab itself, JAX's and jaxlib's implementation (the wrappers `pallas_call`,
+    `plgpu.kernel` and default BlockSpecs are made of) and Python's standard library.
+    JAX's published kernels (`jax.experimental.pallas.ops`) and other packages' code
+    are kernel source: their authors wrote them, and a view may show them as such.
+    Records point at user source, at such kernel source, or nowhere, never here.
+    """
+    if not filename or filename.startswith("<"):
+        return False
+    path = filename.replace("\\", "/")
+    if path.startswith(_PACKAGE_DIR.replace("\\", "/") + "/"):
+        return True
+    for package in _library_dirs():
+        if path.startswith(package.replace("\\", "/")):
+            inside = path[len(package.replace("\\", "/")) :]
+            return not inside.startswith(_PUBLISHED_KERNELS)
+    return _in_standard_library(path)
+
+
+@functools.lru_cache(maxsize=1)
+def _standard_library_dirs() -> tuple[str, ...]:
+    found = {sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib")}
+    return tuple(str(Path(d)).replace("\\", "/") + "/" for d in found if d)
+
+
+def _in_standard_library(path: str) -> bool:
+    return any(path.startswith(d) for d in _standard_library_dirs()) and not (
+        "site-packages" in path or "dist-packages" in path
+    )
+
+
 def _library_dirs() -> list[str]:
     found = []
     for name in _LIBRARY_PACKAGES:
@@ -87,6 +125,22 @@ def function_extent(filename: str, def_line: int) -> Extent | None:
         if start <= def_line <= def_at and (best is None or end - start < best.last - best.first):
             best = Extent(start, end)
     return best
+
+
+def parameter_names(filename: str, def_line: int) -> tuple[str, ...]:
+    """The positional parameter names of the function defined at `def_line`.
+
+    For labels only (the refs a wrapper passes on to a kernel function): like
+    `function_extent`, this reads the file's structure, never the kernel's meaning.
+    """
+    for node in _nodes(python_text(filename)):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        # Python's first line of a decorated function is its first decorator's.
+        if def_line in (node.lineno, min([node.lineno, *(d.lineno for d in node.decorator_list)])):
+            arguments = node.args
+            return tuple(a.arg for a in [*arguments.posonlyargs, *arguments.args])
+    return ()
 
 
 def python_text(filename: str) -> str:

@@ -389,9 +389,8 @@ def _location(call: adapter.KernelCall, position: int, cause: str) -> SourceLoca
     record = call.record
     operand = record.operands[position]
     if cause in ("padding", "never-written"):
-        index_map = operand.index_map
-        own = index_map is not None and "/jax/_src/" not in index_map.source_file
-        if index_map is not None and index_map.source_file and own:
+        index_map = operand.index_map  # JAX's default map has no source: no BlockSpec
+        if index_map is not None and index_map.source_file:
             return SourceLocation(index_map.source_file, index_map.source_line)
     return record.source
 
@@ -431,11 +430,11 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
         if k < len(call.program.written) and not call.program.written[k]:
             return (
                 f"The kernel never stores into {operand.label}: write it with "
-                f"`{operand.label}[...] = value` (`{operand.label} = value` only rebinds a "
+                f"{operand.label}[...] = value ({operand.label} = value only rebinds a "
                 "Python name)."
             )
         return (
-            f"A program reads its block of {operand.label} before writing it (e.g. `+=` "
+            f"A program reads its block of {operand.label} before writing it (e.g. += "
             "without zeroing it first under pl.when(... == 0))."
         )
     return f"Write {operand.label} before reading it in every program that reads it."

@@ -27,6 +27,36 @@ SourceNamer = Callable[[str], str | None]
 _SUMMARY_LINE = messages.MAX_LINE_CHARS - 40
 
 
+# Each kind of diagnosis in words: kinds are identifiers for tests and styling, never
+# shown to users.
+KIND_TITLES = {
+    "syntax": "a syntax error",
+    "undefined-name": "an undefined name",
+    "traced-if": "a Python 'if' on a value known only when the kernel runs",
+    "traced-int": "a Python int asked of a value known only when the kernel runs",
+    "traced-value": "a value known only when the kernel runs, needed while tracing",
+    "index-map-results": "an index map returning the wrong number of block indices",
+    "index-map-type": "an index map returning something other than integers",
+    "index-map-arity": "an index map taking the wrong number of arguments",
+    "block-shape": "a block shape that does not fit its array",
+    "blockspec-order": "a BlockSpec with its arguments in the old order",
+    "spec-structure": "BlockSpecs that do not match the arguments",
+    "kernel-returns": "a kernel that returns a value",
+    "kernel-arity": "a kernel that does not take the refs passed to it",
+    "kernel-not-callable": "a pallas_call given something other than a function",
+    "store-shape": "a store of the wrong shape",
+    "grid": "a grid that cannot run",
+    "grid-too-large": "a grid too large to run",
+    "block-out-of-bounds": "a block outside its array",
+    "callback-error": "a failed callback",
+    "reference": "a reference that does not match the call",
+    "usage": "a mistake on the magic line",
+    "reproducer": "no reproducer written",
+    "internal": "a failure inside pallaslab",
+    "error": "an exception",
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Diagnosis:
     """One failure, explained.
@@ -53,6 +83,13 @@ class Diagnosis:
         summary = messages.clip(self.summary, max_lines=6, max_line_chars=_SUMMARY_LINE)
         object.__setattr__(self, "summary", summary)
         object.__setattr__(self, "hint", messages.clip(self.hint, max_lines=4, max_chars=1200))
+
+    @property
+    def title(self) -> str:
+        """What went wrong in a few words ("a Python if on a traced value"), for lists."""
+        if self.kind == "error" and self.error_type:
+            return self.error_type
+        return KIND_TITLES.get(self.kind, self.kind.replace("-", " "))
 
     @property
     def line(self) -> int | None:
@@ -185,25 +222,25 @@ def _traced_branch(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
     if name == "TracerBoolConversionError":
         return Diagnosis(
             "traced-if",
-            "Python `if` (or `while`, `and`, `or`, `not`) on a value that is only known "
+            "Python 'if' (or 'while', 'and', 'or', 'not') on a value that is only known "
             "when the kernel runs.",
-            "Branch at run time with `@pl.when(cond)` or `jax.lax.cond(cond, f, g)`, and "
-            "select values with `jnp.where`. Python `if` is for what is known while "
+            "Branch at run time with @pl.when(cond) or jax.lax.cond(cond, f, g), and "
+            "select values with jnp.where. Python's 'if' is for what is known while "
             "tracing: shapes, block sizes, flags.",
         )
     if name == "TracerIntegerConversionError":
         return Diagnosis(
             "traced-int",
-            "a Python int (a `range`, an index, a shape) was asked of a value that is only "
+            "a Python int (a range, an index, a shape) was asked of a value that is only "
             "known when the kernel runs.",
-            "Loop with `jax.lax.fori_loop` or `pl.loop`, and slice with `pl.ds(start, size)`; "
+            "Loop with jax.lax.fori_loop or pl.loop, and slice with pl.ds(start, size); "
             "sizes must be known while tracing.",
         )
     if name == "ConcretizationTypeError":
         return Diagnosis(
             "traced-value",
             "a value that is only known when the kernel runs was used where Python needs it now.",
-            "Use `pl.when` / `jax.lax.cond` for branches and `jax.lax.fori_loop` for loops.",
+            "Use pl.when / jax.lax.cond for branches and jax.lax.fori_loop for loops.",
         )
     return None
 
@@ -265,7 +302,7 @@ def _kernel_returns(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
     return Diagnosis(
         "kernel-returns",
         f"kernel {match['fn']} returns a value; Pallas kernels return nothing.",
-        "Write results into the output refs instead (`o_ref[...] = value`): the kernel's "
+        "Write results into the output refs instead (o_ref[...] = value): the kernel's "
         "output refs come after its input refs.",
         location=SourceLocation(match["file"], int(match["line"])),
     )
@@ -326,7 +363,7 @@ def _grid_too_large(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
     return Diagnosis(
         "grid-too-large",
         f"{_text(error)}.",
-        "Inspect it without running (`--no-run`): the Kernels and Tiles tabs work on "
+        "Inspect it without running (--no-run): the Kernels and Tiles tabs work on "
         "grids of any size. To run it on CPU, try a smaller problem first.",
     )
 
@@ -356,8 +393,8 @@ def _index_map_type(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
     return Diagnosis(
         "index-map-type",
         summary,
-        "Compute block indices with integers: `i // 2`, not `i / 2`; no float constants "
-        "(`jnp.int32(...)` converts).",
+        "Compute block indices with integers: i // 2, not i / 2; no float constants "
+        "(jnp.int32(...) converts).",
         location=SourceLocation(match["file"], int(match["line"])),
     )
 
@@ -369,10 +406,10 @@ def _block_spec_order(error: BaseException, _: Iterable[str]) -> Diagnosis | Non
     return Diagnosis(
         "blockspec-order",
         f"the BlockSpec for {_describe_origin(context.origin)} has its arguments in the old "
-        "order, `pl.BlockSpec(index_map, block_shape)`: the order changed, the block shape "
+        "order, pl.BlockSpec(index_map, block_shape): the order changed, the block shape "
         "comes first.",
-        "Write `pl.BlockSpec(block_shape, index_map)`, e.g. `pl.BlockSpec((128,), lambda i: "
-        "(i,))`, or name both: `pl.BlockSpec(block_shape=..., index_map=...)`.",
+        "Write pl.BlockSpec(block_shape, index_map), e.g. pl.BlockSpec((128,), lambda i: "
+        "(i,)), or name both: pl.BlockSpec(block_shape=..., index_map=...).",
         location=context.location,
     )
 
@@ -424,7 +461,7 @@ def _kernel_not_callable(error: BaseException, _: Iterable[str]) -> Diagnosis | 
         "kernel-not-callable",
         f"pl.pallas_call was given {_short_repr(context.kernel)} "
         f"({_a(type(context.kernel).__name__)}) as its kernel; it takes the kernel function.",
-        "Pass the function itself, as in `pl.pallas_call(add_kernel, out_shape=...)`: not "
+        "Pass the function itself, as in pl.pallas_call(add_kernel, out_shape=...): not "
         "the result of calling it, nor its name as a string.",
         location=_pallas_call_line(error, context, None),
     )
@@ -477,7 +514,7 @@ def _embedded_traceback(error: BaseException, _: Iterable[str]) -> Diagnosis | N
     return Diagnosis(
         "callback-error",
         f"{what} (raised by Python code the program called back while it ran).",
-        "A `jax.debug.callback`, `pure_callback` or `io_callback` failed; the line is the "
+        "A jax.debug.callback, pure_callback or io_callback failed; the line is the "
         "one in your code where it raised.",
         location=(SourceLocation(user[-1]["file"], int(user[-1]["line"])) if user else None),
     )

@@ -97,7 +97,8 @@ class Inspection:
             else ("", ())
         )
         kernels = tuple(
-            jax_adapter.kernel_from_site(site, k) for k, site in enumerate(program.sites)
+            _with_origins(jax_adapter.kernel_from_site(site, k), site, program)
+            for k, site in enumerate(program.sites)
         )
         # A bare pallas_call is JAX's inner wrapper; name it after its kernel instead.
         name = kernels[0].name if program.name == "wrapped" and len(kernels) == 1 else program.name
@@ -354,3 +355,29 @@ class Inspection:
     def __repr__(self) -> str:
         kernels = ", ".join(f"{k.name} grid={k.grid}" for k in self.kernels) or "no kernels"
         return f"<Inspection of {self.name}: {kernels}>"
+
+
+def _with_origins(kernel: Kernel, site: jax_adapter.KernelSite, program: Program) -> Kernel:
+    """The kernel with each input passed in unchanged from the program named after it.
+
+    JAX names a pallas_call's operands after its own arguments ("args[0]"); the
+    program's argument ("x") is what the user wrote.
+    """
+    if program.closed_jaxpr is None:
+        return kernel
+    sources = jax_adapter.program_inputs_of(program.closed_jaxpr, site)
+    positions = jax_adapter.kernel_operand_positions(site)
+    origin = {
+        position: program.args[source].path
+        for source, position in zip(sources, positions, strict=True)
+        if source is not None and position is not None and source < len(program.args)
+    }
+    if not origin:
+        return kernel
+    operands = tuple(
+        dataclasses.replace(o, origin=origin[o.position])
+        if o.role == "in" and o.position in origin
+        else o
+        for o in kernel.operands
+    )
+    return dataclasses.replace(kernel, operands=operands)

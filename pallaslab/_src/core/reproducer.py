@@ -126,7 +126,8 @@ class Reproducer:
     def __str__(self) -> str:
         saved = f" and {self.inputs.name}" if self.inputs else ""
         lines = [
-            f"Wrote {self.script}{saved}: `python {self.script.name}` needs jax and numpy only."
+            f"Wrote {self.script}{saved}; run it with python {self.script.name} (it needs jax "
+            "and numpy only)."
         ]
         lines += [f"Note: {note}" for note in self.notes]
         lines += [f"Not written: {problem}" for problem in self.problems]
@@ -167,7 +168,7 @@ def write_reproducer(
     if program.flat_fn is None:
         raise ValueError(
             "a reproducer rebuilds a traced call; name one on the magic line "
-            "(`%%kernel f(x) --reproducer bug.py`) or use pallaslab.inspect(f, *args)"
+            "(%%kernel f(x) --reproducer bug.py) or use pallaslab.inspect(f, *args)"
         )
     if not inspection.kernels:
         raise ValueError(f"{inspection.name} runs no Pallas kernel: there is nothing to rebuild")

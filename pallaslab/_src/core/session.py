@@ -116,7 +116,7 @@ def execute_cell(
                         Diagnosis(
                             "usage",
                             "--ref compares the result of the call on the magic line; "
-                            'name one, as in `%%kernel add(x, y) --ref "x + y"`.',
+                            'name one, as in %%kernel add(x, y) --ref "x + y".',
                             location=magic_line,
                             label=name_source(filename) or "",
                         ),
@@ -129,7 +129,9 @@ def execute_cell(
                 options.call, namespace, magic_line, fail, name_source(filename) or ""
             )
             try:
-                program = tracing.trace_program(fn, args, kwargs)
+                program = tracing.trace_program(
+                    fn, args, kwargs, arg_names=call_argument_names(options.call)
+                )
             except Exception as error:
                 raise fail(error, magic_line) from None
             inspection = Inspection.from_program(program)
@@ -184,6 +186,32 @@ def _compile(
     return compile(tree, filename, "exec"), last_expr
 
 
+# Argument expressions short and plain enough to name an argument by (`x`, `p.w`).
+_NAME_LIKE = (ast.Name, ast.Attribute, ast.Subscript)
+_MAX_NAME = 24
+
+
+def call_argument_names(call: str) -> tuple[str | None, ...]:
+    """How a written call names its positional arguments: `f(x, 2 * y)` -> (x, None).
+
+    Only plain names, attributes and subscripts count; after a `*rest` the positions
+    are unknown, so nothing more is named.
+    """
+    try:
+        node = ast.parse(call.strip(), mode="eval").body
+    except SyntaxError:
+        return ()
+    if not isinstance(node, ast.Call):
+        return ()
+    names: list[str | None] = []
+    for arg in node.args:
+        if isinstance(arg, ast.Starred):
+            break
+        text = ast.unparse(arg) if isinstance(arg, _NAME_LIKE) else ""
+        names.append(text if text and len(text) <= _MAX_NAME else None)
+    return tuple(names)
+
+
 def _evaluate_call(
     call: str,
     namespace: dict[str, Any],
@@ -202,8 +230,8 @@ def _evaluate_call(
         raise _CellFailedError(
             Diagnosis(
                 "usage",
-                f"`{call.strip()}` is not a call; write the call to inspect, as in "
-                "`%%kernel add(x, y)`.",
+                f"'{call.strip()}' is not a call; write the call to inspect, as in "
+                "%%kernel add(x, y).",
                 location=magic_line,
                 label=label,
             ),
@@ -225,7 +253,7 @@ def _evaluate_call(
         raise _CellFailedError(
             Diagnosis(
                 "usage",
-                f"`{ast.unparse(node.func)}` is a {type(fn).__name__}, not a function to call.",
+                f"'{ast.unparse(node.func)}' is a {type(fn).__name__}, not a function to call.",
                 location=magic_line,
                 label=label,
             ),
@@ -256,7 +284,7 @@ def _check_grids(
                 "grid",
                 f"kernel {kernel.name} has grid={shown}: a grid size cannot be negative.",
                 "Each grid entry is how many programs run along that axis, e.g. "
-                "`grid=(n // 128,)` for blocks of 128 along an array of n.",
+                "grid=(n // 128,) for blocks of 128 along an array of n.",
                 location=location if label else None,
                 label=label or "",
             ),
@@ -332,7 +360,7 @@ def _check_reference(
             "reference",
             f"--ref does not match {inspection.name}: {result.comparison.problem}.",
             "The reference must compute the same outputs: same shapes, same dtypes "
-            "(cast with `.astype(...)` if needed).",
+            "(cast with .astype(...) if needed).",
             location=magic_line,
             label=name_source(magic_line.file) or "",
         ),
@@ -351,7 +379,7 @@ def inspect_recorded(sites: list[jax_adapter.KernelSite]) -> Inspection:
         notices = (
             "This cell ran no Pallas kernel pallaslab could trace. A function JAX "
             "compiled in an earlier cell runs from JAX's cache without being traced "
-            "again: name the call on the magic line, as in `%%kernel add(x, y)`.",
+            "again: name the call on the magic line, as in %%kernel add(x, y).",
         )
     elif notice := jax_adapter.feature_notice("record-kernels"):
         notices = (notice,)
@@ -462,9 +490,9 @@ def config_runner(
                 "usage",
                 f"--tune sets {', '.join(unread)}, but the cell never reads "
                 f"{'that name' if len(unread) == 1 else 'those names'}.",
-                "Tune names the code uses, e.g. `BLOCK_M = 128` at the top and "
-                "`pl.BlockSpec((BLOCK_M, K), ...)` below; for a keyword like "
-                "`num_warps=4`, write `num_warps=num_warps` and set `num_warps = 4`.",
+                "Tune names the code uses, e.g. BLOCK_M = 128 at the top and "
+                "pl.BlockSpec((BLOCK_M, K), ...) below; for a keyword like "
+                "num_warps=4, write num_warps=num_warps and set num_warps = 4.",
                 location=magic_line,
                 label=label,
             )

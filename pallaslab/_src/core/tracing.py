@@ -43,8 +43,21 @@ def inspect(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Inspection:
     return Inspection.from_program(program)
 
 
-def trace_program(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Program:
-    """Traces `fn` and returns the core's view of the program (JAX objects inside)."""
+def trace_program(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    arg_names: Sequence[str | None] = (),
+) -> Program:
+    """Traces `fn` and returns the core's view of the program (JAX objects inside).
+
+    Args:
+        fn: The callable.
+        args: Its positional arguments.
+        kwargs: Its keyword arguments.
+        arg_names: How the call names its positional arguments (`x` in `%%kernel
+            add(x, y)`), for those `fn`'s own signature leaves unnamed (`*args`).
+    """
     jax_adapter.forget_kernel_traces()  # kernels reused on another grid trace afresh
     leaves, treedef = jax.tree_util.tree_flatten((tuple(args), dict(kwargs)))
     dynamic = [_is_array_like(leaf) for leaf in leaves]
@@ -77,7 +90,10 @@ def trace_program(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str,
     # Kernels are traced as written (no interpreter chosen for them: that is a run's).
     with chips.tracing_chip(), jax_adapter.mesh_interpret(False):
         closed, out_shapes = jax.make_jaxpr(flat_fn, return_shape=True)(*abstract)
-    arg_paths = _argument_paths(fn, args, kwargs, dynamic)
+    sites = tuple(jax_adapter.find_kernel_sites(closed))
+    arg_paths = _named_by_kernels(
+        _argument_paths(fn, args, kwargs, dynamic, arg_names), closed, sites
+    )
     return Program(
         name=name,
         flat_fn=flat_fn,
@@ -91,7 +107,7 @@ def trace_program(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str,
             for path, s in jax.tree_util.tree_flatten_with_path(out_shapes)[0]
         ),
         example_args=tuple(dynamic_leaves),
-        sites=tuple(jax_adapter.find_kernel_sites(closed)),
+        sites=sites,
         jitted=jax.jit(flat_fn, **run_options()),
         split=split,
         rebuild=rebuild,
@@ -112,11 +128,17 @@ def _callable_name(fn: Callable[..., Any]) -> str:
 
 
 def _argument_paths(
-    fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], dynamic: list[bool]
-) -> list[str]:
-    """Readable names for the traced leaves: `x`, `params['w']`, `args[2]`.
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    dynamic: list[bool],
+    arg_names: Sequence[str | None] = (),
+) -> list[tuple[str, str] | str]:
+    """Readable names for the traced leaves: `x`, `params['w']`, `(args[2], tail)`.
 
-    Flattened exactly as the leaves are, so names and leaves line up.
+    A positional argument nothing names is left as (`args[2]`, its tail) to be named
+    after the kernel parameter it is passed to, if any. Flattened exactly as the leaves
+    are, so names and leaves line up.
     """
     try:
         parameters = list(pyinspect.signature(fn).parameters.values())
@@ -125,24 +147,55 @@ def _argument_paths(
     positional = [
         p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
-    paths = []
+    paths: list[tuple[str, str] | str] = []
     for path, _ in jax.tree_util.tree_flatten_with_path((tuple(args), dict(kwargs)))[0]:
         group, key, *rest = path
         tail = jax.tree_util.keystr(tuple(rest))
         if getattr(group, "idx", 0) == 0:
             index = key.idx
-            head = positional[index] if index < len(positional) else f"args[{index}]"
+            if index < len(positional):
+                paths.append(positional[index] + tail)
+            elif index < len(arg_names) and arg_names[index]:
+                paths.append(f"{arg_names[index]}{tail}")
+            else:
+                paths.append((f"args[{index}]", tail))
         else:
-            head = str(key.key)
-        paths.append(head + tail)
+            paths.append(str(key.key) + tail)
     return [p for p, d in zip(paths, dynamic, strict=True) if d]
+
+
+def _named_by_kernels(
+    paths: list[tuple[str, str] | str], closed: Any, sites: Sequence[Any]
+) -> list[str]:
+    """Names the leaves nothing named (of a bare `pallas_call`, of `*args`).
+
+    Each takes the name of the kernel parameter it is passed to unchanged (`x_ref`),
+    when no other leaf has that name; else it stays `args[k]`.
+    """
+    kernel_names = [""] * len(paths)
+    for site in sites:
+        sources = jax_adapter.program_inputs_of(closed, site)
+        for source, name in zip(sources, jax_adapter.kernel_parameter_names(site), strict=True):
+            if source is not None and source < len(paths) and name and not kernel_names[source]:
+                kernel_names[source] = name
+    taken = {p for p in paths if isinstance(p, str)}
+    named = []
+    for path, kernel_name in zip(paths, kernel_names, strict=True):
+        if isinstance(path, str):
+            named.append(path)
+            continue
+        fallback, tail = path
+        name = kernel_name if kernel_name and not tail and kernel_name not in taken else ""
+        taken.add(name or fallback + tail)
+        named.append(name or fallback + tail)
+    return named
 
 
 def run_options() -> dict[str, Any]:
     """How the program pallaslab runs is compiled.
 
     On CPU a run is one call of the emulated program, where compiling is most of the
-    wait: XLA's level-1 backend optimisation compiles the seed matmul's ~20% faster
+    wait: XLA's level-1 backend optimisation compiles notebook 04's matmul ~20% faster
     than the default for the same run time (benchmarks/inspector_latency.py). The
     timing harness compiles its own copy at full optimisation.
     """

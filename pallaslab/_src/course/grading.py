@@ -31,31 +31,31 @@ _LEAK_HINTS = {
     "padding": (
         "An edge block hangs over the end of its array, and what lies past the end is "
         "padding (NaN here): keep it out of the result. Mask the lanes past the end "
-        "(compare a `jax.lax.broadcasted_iota` with the array's size and use `jnp.where`, "
-        "or load with `mask=` and `other=`), or pick blocks that divide the array."
+        "(compare a jax.lax.broadcasted_iota with the array's size and use jnp.where, "
+        "or load with mask= and other=), or pick blocks that divide the array."
     ),
     "never-written": (
         "No program writes some elements of the output: the grid must cover all of it. "
-        "`pl.cdiv(n, block)` programs cover n elements; `n // block` leaves the tail out."
+        "pl.cdiv(n, block) programs cover n elements; n // block leaves the tail out."
     ),
     "uninitialized-output": (
         "An output block is read before anything was written to it: an output ref starts "
         "as garbage. Initialise it on the first step of the reduction "
-        "(`@pl.when(pl.program_id(axis) == 0)`) before adding to it."
+        "(@pl.when(pl.program_id(axis) == 0)) before adding to it."
     ),
     "uninitialized-scratch": (
         "A scratch buffer is read before it is written: scratch starts as garbage. "
-        "Initialise it on the first step (`@pl.when(pl.program_id(axis) == 0)`)."
+        "Initialise it on the first step (@pl.when(pl.program_id(axis) == 0))."
     ),
     "masked-load-without-other": (
         "A masked load leaves the lanes its mask turns off undefined (on a GPU they hold "
         "anything), and they reach the result. Give the load a value for them "
-        "(`other=0.0`, or `-inf` before a max), or drop them with `jnp.where(mask, x, 0)`."
+        "(other=0.0, or -inf before a max), or drop them with jnp.where(mask, x, 0)."
     ),
 }
 
 _SLICE_HINT = (
-    "A `pl.ds(start, size)` inside a kernel indexes the program's block, not the whole "
+    "A pl.ds(start, size) inside a kernel indexes the program's block, not the whole "
     "array: its start is an offset into the block (the BlockSpec already moved the block "
     "to the program's place). Past the end, JAX moves the slice back inside the block, so "
     "the kernel quietly reads or writes other elements."
@@ -64,12 +64,12 @@ _SLICE_HINT = (
 _EDGE_HINT = (
     "Your kernel is right where the size is a whole number of blocks and wrong where it "
     "is not: the last block hangs over the end of the array. Cover the whole array "
-    "(`pl.cdiv`) and mask what lies past its end."
+    "(pl.cdiv) and mask what lies past its end."
 )
 
 _PRECISION_HINT = (
     "Your results are close to the reference but outside its tolerance: accumulate in "
-    "float32 (`preferred_element_type=jnp.float32` on `jnp.dot`, a float32 accumulator) "
+    "float32 (preferred_element_type=jnp.float32 on jnp.dot, a float32 accumulator) "
     "and cast once at the end."
 )
 
@@ -110,8 +110,8 @@ def grade(exercise: Exercise, fn: Any, *, name_source: SourceNamer | None = None
             ok=False,
             kind="not-callable",
             message=(
-                f"Pass the function to check, as in `pallaslab.exercise({exercise.id!r}, "
-                f"my_function)`; this is a {type(fn).__name__}."
+                f"Pass the function to check, as in pallaslab.exercise({exercise.id!r}, "
+                f"my_function); this is a {type(fn).__name__}."
             ),
             hint=exercise.task,
         )
@@ -260,7 +260,7 @@ def _structure(
             ok=False,
             kind="no-kernel",
             message="Your function runs no Pallas kernel: the exercise is to write one.",
-            hint="Compute the result inside a kernel called with `pl.pallas_call`.",
+            hint="Compute the result inside a kernel called with pl.pallas_call.",
             cases=(*outcomes, CaseOutcome(label, False, "no Pallas kernel")),
         )
     for kernel, stray in tiling.stray_blocks(inspection, program.dynamic_leaves(args, kwargs)):
@@ -301,7 +301,7 @@ def _error(
         message=f"On {label}: " + (f"{where}: " if where else "") + diagnosis.summary,
         hint=diagnosis.hint or exercise.hint,
         location=where,
-        cases=(*outcomes, CaseOutcome(label, False, f"error: {diagnosis.kind}")),
+        cases=(*outcomes, CaseOutcome(label, False, f"error: {diagnosis.title}")),
     )
 
 
@@ -322,7 +322,7 @@ def _wrong(
             kind="output-shape",
             message=f"On {problem.label}: {_as_student(problem.point.comparison.problem)}.",
             hint=(
-                "`out_shape` says what the kernel returns: one `jax.ShapeDtypeStruct` per "
+                "out_shape says what the kernel returns: one jax.ShapeDtypeStruct per "
                 "output, with the expected shape and dtype."
             ),
         )

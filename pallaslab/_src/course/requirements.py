@@ -26,7 +26,7 @@ def one_kernel() -> Requirement:
             return f"your function runs {count} Pallas kernels; this exercise wants one."
         outside = operations_outside_kernels(inspection)
         if outside:
-            names = ", ".join(f"`{name}`" for name in outside)
+            names = ", ".join(f"'{name}'" for name in outside)
             verb = "runs" if len(outside) == 1 else "run"
             return f"your function computes outside the kernel: {names} {verb} in XLA."
         return ""
@@ -87,7 +87,7 @@ def race_free(backend: str) -> Requirement:
         test,
         (
             "On GPU every grid axis runs in parallel: give each output block one program "
-            "and loop over the reduction inside the kernel (`jax.lax.fori_loop`)."
+            "and loop over the reduction inside the kernel (jax.lax.fori_loop)."
             if backend == "gpu"
             else "On TPU, only axes whose programs write separate blocks may be "
             '"parallel"; mark the reduction axis "arbitrary" and keep it last in the grid.'
@@ -108,7 +108,7 @@ def lowers_for(target: str) -> Requirement:
     return Requirement(
         f"lowers-for-{target}",
         test,
-        f"Look at `inspection.lower({target!r}).error` (or `%%kernel ... --target {target}`): "
+        f"Look at inspection.lower({target!r}).error (or %%kernel ... --target {target}): "
         "it names the BlockSpec line to change.",
     )
 
@@ -129,7 +129,7 @@ def grid_axes(count: int) -> Requirement:
     return Requirement(
         f"grid-{count}d",
         test,
-        f"Give `pallas_call` a grid of {count} ax{'is' if count == 1 else 'es'}, one program "
+        f"Give pallas_call a grid of {count} ax{'is' if count == 1 else 'es'}, one program "
         "per output block.",
     )
 
@@ -159,7 +159,7 @@ def body_uses(primitive: str, why: str) -> Requirement:
         for kernel in inspection.kernels:
             if re.search(rf"\b{re.escape(primitive)}\b", kernel.jaxpr):
                 return ""
-        return f"no `{primitive}` in the kernel's jaxpr: {why}"
+        return f"no '{primitive}' in the kernel's jaxpr: {why}"
 
     return Requirement(f"uses-{primitive}", test, why)
 
@@ -170,7 +170,7 @@ def body_avoids(primitive: str, why: str) -> Requirement:
     def test(inspection: Inspection) -> str:
         for kernel in inspection.kernels:
             if re.search(rf"\b{re.escape(primitive)}\b", kernel.jaxpr):
-                return f"the kernel's jaxpr contains `{primitive}`: {why}"
+                return f"the kernel's jaxpr contains '{primitive}': {why}"
         return ""
 
     return Requirement(f"avoids-{primitive}", test, why)
@@ -193,5 +193,5 @@ def memory_space(operand: int, space: str) -> Requirement:
     return Requirement(
         f"operand-{operand}-in-{space}",
         test,
-        f"Give that operand `pl.BlockSpec(memory_space=pltpu.{space.upper()})`.",
+        f"Give that operand pl.BlockSpec(memory_space=pltpu.{space.upper()}).",
     )

@@ -83,9 +83,12 @@ class KernelMerit:
         flops_source: "counted" (from the body's jaxpr), "declared"
             (`pl.CostEstimate`) or "" when unknown.
         flops_exact: False when counting had to guess (loops of unknown length).
-        compute_dtype: The dtype deciding the compute roof (the widest input float).
+        compute_dtype: The dtype deciding the compute roof: the widest dtype its
+            matrix products multiply, else the widest input float.
         vmem_limit_bytes: The VMEM limit the kernel asks for with
             `CompilerParams(vmem_limit_bytes=...)`, if it does.
+        matmul: Whether the kernel multiplies matrices (`dot_general`), the work the
+            MXU and the tensor cores do; None when unknown (no count of its body).
     """
 
     kernel: str
@@ -102,6 +105,7 @@ class KernelMerit:
     flops_exact: bool
     compute_dtype: str
     vmem_limit_bytes: int | None = None
+    matmul: bool | None = None
 
     @property
     def traffic_ratio(self) -> float:
@@ -209,7 +213,15 @@ def kernel_merit(tiles: TileMap, schedule: str | None = None) -> KernelMerit:
         flops_exact=exact,
         compute_dtype=_compute_dtype(tiles),
         vmem_limit_bytes=_vmem_limit(tiles),
+        matmul=_matmul(tiles),
     )
+
+
+def _matmul(tiles: TileMap) -> bool | None:
+    work = tiles.kernel.work
+    if work is None or work.matmul_flops is None:
+        return None
+    return bool(work.matmul_flops or work.matmul_dtypes)
 
 
 def _vmem_limit(tiles: TileMap) -> int | None:
@@ -233,6 +245,9 @@ def _flops(tiles: TileMap) -> tuple[int | None, int | None, str, bool]:
 
 
 def _compute_dtype(tiles: TileMap) -> str:
+    work = tiles.kernel.work
+    if work is not None and work.matmul_dtypes:
+        return max(work.matmul_dtypes, key=lambda d: np.dtype(d).itemsize)
     floats = [
         e.operand.dtype
         for e in tiles.operands
@@ -269,6 +284,9 @@ def on_chip(merit: KernelMerit, chip: Chip | str) -> ChipFit:
         chip = chip_named(chip)
     notes: list[str] = []
     low = merit.compute_dtype in _LOW_PRECISION
+    # The MXU and the tensor cores multiply matrices; elementwise work never reaches
+    # them, whatever its dtype. An uncounted body may have products.
+    matmul = merit.matmul is not False
     if isinstance(chip, Tpu):
         kind: Literal["tpu", "gpu"] = "tpu"
         capacity, capacity_name = chip.vmem_per_core, "VMEM"
@@ -280,11 +298,20 @@ def on_chip(merit: KernelMerit, chip: Chip | str) -> ChipFit:
                 "A kernel gets a default scoped-VMEM limit below the physical VMEM "
                 "shown; raise it with CompilerParams(vmem_limit_bytes=...)."
             )
-        peak, peak_name = chip.bf16_flops, "dense bf16 (MXU)"
-        if not low:
+        if matmul:
+            peak, peak_name = chip.bf16_flops, "dense bf16 (MXU)"
+            if not low:
+                notes.append(
+                    f"{merit.compute_dtype} matrix products run on the MXU in several "
+                    "bf16 passes: expect a lower compute roof."
+                )
+        else:
+            # pallaslab's table has no figure for the vector units: the chip's peak
+            # stays the roof, as the upper bound it is.
+            peak, peak_name = chip.bf16_flops, "chip peak, an upper bound for vector work"
             notes.append(
-                f"{merit.compute_dtype} runs on the MXU in several bf16 passes: "
-                "expect a lower compute roof."
+                "Without a matrix product, this kernel's arithmetic runs on the vector "
+                "units, well below the chip's peak: the compute roof shown is an upper bound."
             )
         if chip.tensor_cores > 1:
             notes.append(
@@ -296,7 +323,9 @@ def on_chip(merit: KernelMerit, chip: Chip | str) -> ChipFit:
         capacity = chip.max_shared_memory_per_block
         capacity_name = "shared memory"
         peak, peak_name = (
-            (chip.bf16_flops, "dense bf16 tensor cores") if low else (chip.fp32_flops, "fp32")
+            (chip.bf16_flops, "dense bf16 tensor cores")
+            if low and matmul
+            else (chip.fp32_flops, "fp32")
         )
         notes.append(
             "On GPU, blocks live in registers or shared memory as the compiler decides; "

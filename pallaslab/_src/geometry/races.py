@@ -452,7 +452,7 @@ def _output_starts(
     if index_map.uses_prefetch and not prefetch:
         raise ValueError(
             f"cannot check {operand.label}: its index map reads scalar-prefetch values; "
-            "pass them as `prefetch=`"
+            "pass them as prefetch="
         )
     starts = block_starts(operand, kernel.grid, prefetch)
     return starts.reshape(-1, len(operand.shape))
@@ -530,7 +530,7 @@ def axis_names(kernel: Kernel) -> tuple[str, ...]:
         index_map = operand.index_map
         if index_map is None or index_map.num_grid_args != len(kernel.grid):
             continue
-        if "/jax/_src/" in index_map.source_file.replace("\\", "/"):
+        if index_map.default:
             continue  # JAX's own map for a ref without a BlockSpec: its names say nothing
         candidate = list(index_map.arg_names[: len(kernel.grid)])
         if names is None:

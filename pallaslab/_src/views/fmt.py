@@ -47,3 +47,20 @@ def operand_block(operand: Operand) -> str:
     if operand.role == "scratch" or all(k == "full" for k in operand.block_kinds):
         return "whole"
     return shape(operand.block_shape)
+
+
+def index_map_text(operand: Operand) -> str:
+    """The index map as the user wrote it, or what JAX's default one means.
+
+    An operand without a BlockSpec (or with one without an index map) gets JAX's
+    own index map: say so, rather than show code no one wrote.
+    """
+    index_map = operand.index_map
+    if index_map is None:
+        return ""
+    if not index_map.default:
+        return index_map.text
+    whole = all(
+        b is not None and b == d for b, d in zip(operand.block_shape, operand.shape, strict=True)
+    )
+    return "default BlockSpec: the whole array" if whole else "no index map: block 0"

@@ -122,7 +122,7 @@ class Inspector(anywidget.AnyWidget):
             pane = {
                 "error": f"The {tab.title} tab is too large to show here ({size / (1 << 20):.1f} "
                 f"MiB of data, the limit is {MAX_PANE_BYTES >> 10} KiB); the inspection in "
-                "Python has everything (e.g. `_kernel`)."
+                "Python has everything (e.g. _kernel)."
             }
             size = json_size(pane)
         self._sizes.pop(tab.id, None)

@@ -74,31 +74,51 @@ def source_files(inspection: Inspection) -> list[SourceFile]:
     return cached
 
 
+# What a mark says about the things on its line, by kind.
+_MARK_WORDS = {"kernel": "kernel {}", "call": "runs {}", "blockspec": "BlockSpec of {}"}
+
+
+def _merged_marks(found: dict[int, dict[str, list[str]]]) -> list[Mark]:
+    """One mark per line, naming everything on it.
+
+    A BlockSpec shared by several operands (`in_specs=[spec, spec]`, `[spec] * 2`)
+    has one index map on one line: the mark names each operand, not the last.
+    """
+    marks = []
+    for line, kinds in found.items():
+        words = [
+            _MARK_WORDS[kind].format(_and(list(dict.fromkeys(subjects))))
+            for kind, subjects in kinds.items()
+        ]
+        marks.append(Mark(line, next(iter(kinds)), " · ".join(words)))
+    return marks
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _source_files(inspection: Inspection) -> list[SourceFile]:
-    marks: dict[str, list[Mark]] = {}
+    found: dict[str, dict[int, dict[str, list[str]]]] = {}
     mapped: dict[str, set[int]] = {}
 
-    def note(file: str, line: int, kind: str, text: str) -> None:
-        marks.setdefault(file, []).append(Mark(line, kind, text))
+    def note(file: str, line: int, kind: str, subject: str) -> None:
+        found.setdefault(file, {}).setdefault(line, {}).setdefault(kind, []).append(subject)
 
     for kernel in inspection.kernels:
         if kernel.source:
-            note(kernel.source.file, kernel.source.line, "kernel", f"kernel {kernel.name}")
+            note(kernel.source.file, kernel.source.line, "kernel", kernel.name)
         if kernel.call_site:
-            note(kernel.call_site.file, kernel.call_site.line, "call", f"runs {kernel.name}")
+            note(kernel.call_site.file, kernel.call_site.line, "call", kernel.name)
         for operand in kernel.operands:
             index_map = operand.index_map
             if index_map and index_map.source_file:
-                note(
-                    index_map.source_file,
-                    index_map.source_line,
-                    "blockspec",
-                    f"BlockSpec of {operand.label}",
-                )
+                note(index_map.source_file, index_map.source_line, "blockspec", operand.label)
         for _, file, line in kernel.jaxpr_source_map:
             mapped.setdefault(file, set()).add(line)
     for _, file, line in inspection.jaxpr_source_map:
         mapped.setdefault(file, set()).add(line)
+    marks = {file: _merged_marks(lines) for file, lines in found.items()}
 
     files = list(dict.fromkeys([*marks, *mapped]))
     shown = []
@@ -108,7 +128,6 @@ def _source_files(inspection: Inspection) -> list[SourceFile]:
             continue
         first, text = window
         last = first + len(text) - 1
-        unique = {(m.line, m.kind, m.text): m for m in marks.get(file, [])}
         shown.append(
             SourceFile(
                 file=file,
@@ -117,7 +136,7 @@ def _source_files(inspection: Inspection) -> list[SourceFile]:
                 lines=tuple(_fit(text)),
                 marks=tuple(
                     sorted(
-                        (m for m in unique.values() if first <= m.line <= last),
+                        (m for m in marks.get(file, []) if first <= m.line <= last),
                         key=lambda m: m.line,
                     )
                 ),

@@ -174,7 +174,7 @@ def operand_json(
         "block": fmt.operand_block(operand),
         "blockShape": list(operand.block_shape),
         "kinds": list(operand.block_kinds),
-        "indexMap": operand.index_map.text if operand.index_map else "",
+        "indexMap": fmt.index_map_text(operand),
         "memory": operand.memory_space,
         "dims": {"rows": rows, "cols": cols, "sliced": list(sliced)},
         "mapped": entry.mapped and bool(operand.shape),

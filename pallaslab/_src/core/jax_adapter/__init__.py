@@ -74,10 +74,17 @@ from pallaslab._src.core.jax_adapter.kernels import find_kernel_sites as find_ke
 from pallaslab._src.core.jax_adapter.kernels import jaxpr_constants as jaxpr_constants
 from pallaslab._src.core.jax_adapter.kernels import jaxpr_text as jaxpr_text
 from pallaslab._src.core.jax_adapter.kernels import kernel_from_site as kernel_from_site
+from pallaslab._src.core.jax_adapter.kernels import (
+    kernel_operand_positions as kernel_operand_positions,
+)
+from pallaslab._src.core.jax_adapter.kernels import (
+    kernel_parameter_names as kernel_parameter_names,
+)
 from pallaslab._src.core.jax_adapter.kernels import mesh_kernel_summary as mesh_kernel_summary
 from pallaslab._src.core.jax_adapter.kernels import (
     primitives_outside_kernels as primitives_outside_kernels,
 )
+from pallaslab._src.core.jax_adapter.kernels import program_inputs_of as program_inputs_of
 from pallaslab._src.core.jax_adapter.lowering import KernelPayload as KernelPayload
 from pallaslab._src.core.jax_adapter.lowering import (
     deprecation_notices as deprecation_notices,

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from pallaslab._src.core.jax_adapter.kernels import user_location
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
     feature_notice,
     jax_core,
-    source_info_util,
     state_indexing,
     tree_util,
 )
@@ -454,10 +454,8 @@ def _sub_jaxpr(eqn: Any) -> tuple[Any, list[Any]] | None:
 
 
 def _where(eqn: Any) -> tuple[str, int]:
-    frame = source_info_util.user_frame(getattr(eqn.source_info, "traceback", None))
-    if frame is None:
-        return "", 0
-    return str(frame.file_name), int(frame.start_line)
+    location = user_location(eqn.source_info)
+    return (location.file, location.line) if location is not None else ("", 0)
 
 
 @dataclasses.dataclass(frozen=True)

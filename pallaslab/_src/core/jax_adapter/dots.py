@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src.core.jax_adapter.kernels import KernelSite, _user_location
+from pallaslab._src.core.jax_adapter.kernels import KernelSite, user_location
 from pallaslab._src.core.jax_adapter.probes import jax_core
 from pallaslab._src.perfhints import DotInfo
 
@@ -77,7 +77,7 @@ def _dot(eqn: Any, producers: dict[Any, Any], consumers: dict[Any, list[Any]]) -
         rhs_from=_widened_from(eqn.invars[1], producers),
         accumulated=accumulated,
         widened_to=widened_to,
-        location=_user_location(eqn.source_info),
+        location=user_location(eqn.source_info),
     )
 
 

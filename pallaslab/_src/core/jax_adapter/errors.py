@@ -7,6 +7,7 @@ import inspect
 import types
 from typing import Any
 
+from pallaslab._src import sources
 from pallaslab._src.records import SourceLocation
 
 
@@ -45,11 +46,7 @@ def kernel_call_context(traceback: types.TracebackType | None) -> KernelCallCont
     code = getattr(function, "__code__", None)
     return KernelCallContext(
         kernel_name=getattr(function, "__name__", "kernel"),
-        kernel_location=(
-            SourceLocation(code.co_filename, code.co_firstlineno, code.co_name)
-            if code is not None
-            else None
-        ),
+        kernel_location=_code_location(code),
         num_inputs=int(mapping.num_inputs),
         num_outputs=int(mapping.num_outputs),
         num_scratch=int(getattr(scratch_tree, "num_leaves", len(mapping.scratch_avals))),
@@ -74,9 +71,7 @@ def block_spec_location(traceback: types.TracebackType | None) -> SourceLocation
             if hasattr(index_map, "__code__"):
                 break
             index_map = getattr(index_map, "__wrapped__", None)
-        code = getattr(index_map, "__code__", None)
-        if code is not None:
-            found = SourceLocation(code.co_filename, code.co_firstlineno, code.co_name)
+        found = _code_location(getattr(index_map, "__code__", None)) or found
         tb = tb.tb_next
     return found
 
@@ -131,8 +126,15 @@ def _user_function(value: Any) -> Any:
 
 
 def _location_of(function: Any) -> SourceLocation | None:
-    code = getattr(function, "__code__", None)
-    if code is None:
+    return _code_location(getattr(function, "__code__", None))
+
+
+def _code_location(code: Any) -> SourceLocation | None:
+    """Where a function's code is, unless it is JAX's or pallaslab's own.
+
+    Those (a wrapper, a default index map) are no one's source to point at.
+    """
+    if code is None or sources.is_internal_file(code.co_filename):
         return None
     return SourceLocation(code.co_filename, code.co_firstlineno, code.co_name)
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from pallaslab._src import indexmap as ix
+from pallaslab._src import sources
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES, jax_core
 from pallaslab._src.core.jax_adapter.shapes import call_body, closed_parts
 
@@ -34,6 +35,11 @@ def index_map_from_jaxpr(
     names = [n or f"a{k}" for k, n in enumerate(names)]
     file = str(getattr(debug, "func_filename", "") or "")
     line = int(getattr(debug, "func_lineno", 0) or 0)
+    # JAX's own index map (a BlockSpec without one, or none at all) lives in JAX's
+    # core.py: no one's source. Records say "default" instead of pointing there.
+    made_by_jax = sources.is_internal_file(file)
+    if made_by_jax:
+        file, line = "", 0
     env: dict[Any, ix.Expr] = {v: ix.arg(k, names[k]) for k, v in enumerate(jaxpr.invars)}
     try:
         for var, value in zip(jaxpr.constvars, consts, strict=True):
@@ -50,6 +56,7 @@ def index_map_from_jaxpr(
         file,
         line,
         sizes=sizes if any(s is not None for s in sizes) else (),
+        default=made_by_jax and all(o.op == "const" and o.value == 0 for o in outputs),
     )
 
 

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from pallaslab._src.core.jax_adapter.kernels import user_location
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
     jax_core,
@@ -388,10 +389,8 @@ def _sub_bindings(eqn: Any, refs: dict[Any, int]) -> list[tuple[Any, dict[Any, i
 
 
 def _where(eqn: Any) -> tuple[str, int]:
-    frame = source_info_util.user_frame(getattr(eqn.source_info, "traceback", None))
-    if frame is None:
-        return "", 0
-    return str(frame.file_name), int(frame.start_line)
+    location = user_location(eqn.source_info)
+    return (location.file, location.line) if location is not None else ("", 0)
 
 
 def _inner(aval: Any) -> Any:

@@ -9,14 +9,21 @@ from typing import Any
 
 import numpy as np
 
+from pallaslab._src import sources
 from pallaslab._src.core.jax_adapter.indexmaps import index_map_from_jaxpr
 from pallaslab._src.core.jax_adapter.probes import (
+    CALL_PRIMITIVES,
     MESH_KERNELS,
     PALLAS_CALL,
     jax_core,
     source_info_util,
 )
-from pallaslab._src.core.jax_adapter.shapes import grid_axis_names, inner_jaxpr, scoped_refs
+from pallaslab._src.core.jax_adapter.shapes import (
+    call_body,
+    grid_axis_names,
+    inner_jaxpr,
+    scoped_refs,
+)
 from pallaslab._src.core.jax_adapter.work import count_work
 from pallaslab._src.records import CostEstimate, Kernel, KernelWork, Operand, Role, SourceLocation
 
@@ -68,6 +75,84 @@ def _walk(
         label = _path_label(name, eqn.params)
         for sub in jax_core.jaxprs_in_params(eqn.params):
             _walk(sub, (*path, label), (*trail, eqn), sites)
+
+
+def _one_to_one_body(eqn: Any) -> Any:
+    """The body of a call taking the equation's inputs one to one, or None.
+
+    `plgpu.kernel` wraps its kernel in a `custom_vmap` (its body under "call").
+    """
+    name = eqn.primitive.name
+    if name in CALL_PRIMITIVES:
+        body = call_body(eqn.params)
+    elif name == "custom_vmap_call":
+        body = eqn.params.get("call")
+    else:
+        return None
+    jaxpr = inner_jaxpr(body) if body is not None else None
+    return jaxpr if hasattr(jaxpr, "eqns") else None
+
+
+def program_inputs_of(closed_jaxpr: Any, site: KernelSite) -> tuple[int | None, ...]:
+    """Per value a kernel is bound to: the program input it is, unchanged, or None.
+
+    Values are followed through the calls enclosing the kernel (`jit`, `closed_call`
+    ...), whose bodies take their inputs one to one; not through loops or branches,
+    whose bodies see slices or carries.
+    """
+    if site.eqn is None:
+        return ()
+    unknown = (None,) * len(site.eqn.invars)
+    where: dict[Any, int] = {v: k for k, v in enumerate(inner_jaxpr(closed_jaxpr).invars)}
+    for depth, eqn in enumerate(site.trail):
+        inner = site.trail[depth + 1] if depth + 1 < len(site.trail) else site.eqn
+        jaxpr = _one_to_one_body(eqn)
+        if (
+            jaxpr is None
+            or len(jaxpr.invars) != len(eqn.invars)
+            or not any(e is inner for e in jaxpr.eqns)
+        ):
+            return unknown
+        where = {
+            var: where[outer]
+            for var, outer in zip(jaxpr.invars, eqn.invars, strict=True)
+            if not isinstance(outer, jax_core.Literal) and outer in where
+        }
+    return tuple(None if isinstance(v, jax_core.Literal) else where.get(v) for v in site.eqn.invars)
+
+
+def kernel_operand_positions(site: KernelSite) -> tuple[int | None, ...]:
+    """Per value a kernel is bound to: the operand (kernel parameter) it becomes.
+
+    None where unknown: `pl.core_map` (its refs are made inside), and the values JAX
+    binds before a pallas_call's operands (captured refs, dynamic grid bounds).
+    """
+    if site.eqn is None:
+        return ()
+    count = len(site.eqn.invars)
+    if site.primitive in MESH_KERNELS and site.primitive != "core_map":
+        return tuple(range(count))  # `pl.kernel`, `plgpu.kernel`: the inputs, in order
+    grid_mapping = site.params.get("grid_mapping")
+    if site.primitive != PALLAS_CALL or grid_mapping is None:
+        return (None,) * count
+    operands = int(grid_mapping.num_index_operands) + int(grid_mapping.num_inputs)
+    if count < operands:
+        return (None,) * count
+    # The operands come last: pallas_call binds captured refs and grid bounds first.
+    return (None,) * (count - operands) + tuple(range(operands))
+
+
+def kernel_parameter_names(site: KernelSite) -> tuple[str, ...]:
+    """Per value a kernel is bound to: the kernel function's parameter name, or ""."""
+    positions = kernel_operand_positions(site)
+    if not any(p is not None for p in positions):
+        return ("",) * len(positions)
+    if site.primitive == PALLAS_CALL:
+        body = site.params["jaxpr"]
+        names = _arg_names(body.debug_info, len(body.invars))
+    else:
+        names = tuple(o.name for o in _mapped_operands(_mesh_body(site), len(site.in_avals), None))
+    return tuple("" if p is None or p >= len(names) else names[p] for p in positions)
 
 
 def primitives_outside_kernels(closed_jaxpr: Any) -> list[str]:
@@ -185,8 +270,8 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
         operands=tuple(operands),
         jaxpr=text,
         jaxpr_source_map=source_map,
-        source=_function_location(debug),
-        call_site=_user_location(site.source_info),
+        source=_function_location(debug) or _first_body_location(inner_jaxpr(body)),
+        call_site=_call_site(site),
         backend=_backend_of(compiler_params),
         compiler_params=_params_fields(compiler_params),
         dimension_semantics=(tuple(_semantics_name(s) for s in semantics) if semantics else None),
@@ -213,10 +298,15 @@ def _work(body: Any, grid: tuple[int, ...]) -> KernelWork | None:
         return None  # an unfamiliar primitive's params: no estimate rather than a wrong one
 
 
+def _mesh_body(site: KernelSite) -> Any:
+    params = site.params
+    return params["jaxprs"][0] if "jaxprs" in params else params["jaxpr"]
+
+
 def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
     """A mesh kernel (`pl.kernel`, `plgpu.kernel`, `pl.core_map`): whole refs over a mesh."""
     params = site.params
-    body = params["jaxprs"][0] if "jaxprs" in params else params["jaxpr"]
+    body = _mesh_body(site)
     mesh = mesh_of(params)
     grid = tuple(int(d) for d in getattr(mesh, "grid", tuple(mesh.shape.values())))
     names = getattr(mesh, "grid_names", None) or tuple(mesh.shape)
@@ -246,8 +336,8 @@ def _mesh_kernel_record(site: KernelSite, index: int) -> Kernel:
         operands=tuple(operands),
         jaxpr=text,
         jaxpr_source_map=source_map,
-        source=_function_location(debug) or _first_body_location(body),
-        call_site=_user_location(site.source_info),
+        source=_kernel_location(body),
+        call_site=_call_site(site),
         backend=backend or "mosaic_gpu",
         compiler_params=_params_fields(compiler_params),
         path=site.path,
@@ -293,6 +383,10 @@ def _mapped_operands(body: Any, num_inputs: int, num_outputs: int | None) -> lis
     `num_outputs` None: every argument after the inputs is an output.
     """
     arg_names = _arg_names(body.debug_info, len(body.invars))
+    if _function_location(body.debug_info) is None:
+        # JAX's wrapper (`refs[0]` ...) passes its refs on to the kernel function,
+        # first to last: name them as that function's parameters.
+        arg_names = _kernel_parameters(body, len(body.invars)) or arg_names
     first_scratch = len(body.invars) if num_outputs is None else num_inputs + num_outputs
     operands = []
     for position, var in enumerate(body.invars):
@@ -471,24 +565,78 @@ def _semantics_name(semantic: Any) -> str:
 
 
 def _function_location(debug: Any) -> SourceLocation | None:
+    """Where a traced function is defined; None for JAX's or pallaslab's own wrappers."""
     if debug is None or debug.func_filename is None or debug.func_lineno is None:
+        return None
+    if sources.is_internal_file(str(debug.func_filename)):
         return None
     return SourceLocation(str(debug.func_filename), int(debug.func_lineno), debug.func_name)
 
 
+def _kernel_location(body: Any) -> SourceLocation | None:
+    """Where a kernel's function is defined, past the wrappers JAX puts around it.
+
+    `plgpu.kernel` and `pl.kernel` trace a wrapper of their own (in JAX's core.py)
+    that calls the user's function inside: the first function of the body, depth
+    first, defined outside JAX and pallaslab is the kernel; else the first line of
+    the body written there.
+    """
+    for jaxpr in _nested_jaxprs(body):
+        location = _function_location(getattr(jaxpr, "debug_info", None))
+        if location is not None:
+            return location
+    return _first_body_location(inner_jaxpr(body))
+
+
+def _kernel_parameters(body: Any, count: int) -> tuple[str, ...]:
+    """The first `count` parameter names of the kernel function a wrapper calls."""
+    location = _kernel_location(body)
+    if location is None:
+        return ()
+    names = sources.parameter_names(location.file, location.line)
+    return names[:count] if len(names) >= count else ()
+
+
+def _nested_jaxprs(body: Any) -> list[Any]:
+    found = [inner_jaxpr(body)]
+    for eqn in found[0].eqns:
+        for sub in jax_core.jaxprs_in_params(eqn.params):
+            found.extend(_nested_jaxprs(sub))
+    return found
+
+
 def _first_body_location(jaxpr: Any) -> SourceLocation | None:
     for eqn in jaxpr.eqns:
-        location = _user_location(eqn.source_info)
+        location = user_location(eqn.source_info)
         if location is not None:
             return location
     return None
 
 
-def _user_location(source_info: Any) -> SourceLocation | None:
-    frame = source_info_util.user_frame(getattr(source_info, "traceback", None))
-    if frame is None:
-        return None
-    return SourceLocation(frame.file_name, int(frame.start_line), frame.function_name)
+def user_location(source_info: Any) -> SourceLocation | None:
+    """The innermost frame of user (or kernel library) code that made an equation.
+
+    JAX skips its own frames and pallaslab's (registered with it); frames of other
+    internals (where that registration is missing) are skipped here.
+    """
+    frames = source_info_util.user_frames(getattr(source_info, "traceback", None))
+    for frame in frames:
+        if not sources.is_internal_file(frame.file_name):
+            return SourceLocation(frame.file_name, int(frame.start_line), frame.function_name)
+    return None
+
+
+def _call_site(site: KernelSite) -> SourceLocation | None:
+    """Where the kernel is called, past the wrappers that bind it.
+
+    Its equation's user frame, else the nearest enclosing equation's
+    (`plgpu.kernel` binds the kernel inside a wrapper of JAX's).
+    """
+    for eqn in (site.eqn, *reversed(site.trail)) if site.eqn is not None else ():
+        location = user_location(eqn.source_info)
+        if location is not None:
+            return location
+    return user_location(site.source_info)
 
 
 # ---------------------------------------------------------------------------
@@ -519,7 +667,8 @@ def jaxpr_text(jaxpr: Any) -> tuple[str, tuple[tuple[int, str, int], ...]]:
             lines.append(raw_line.rstrip())
             continue
         lines.append(match["code"].rstrip())
-        source_map.append((len(lines), match["file"], int(match["line"])))
+        if not sources.is_internal_file(match["file"]):
+            source_map.append((len(lines), match["file"], int(match["line"])))
     return "\n".join(lines), tuple(source_map)
 
 

@@ -25,11 +25,10 @@ from typing import Any
 import jax
 
 from pallaslab._src.core.jax_adapter import chips, execution
-from pallaslab._src.core.jax_adapter.kernels import KernelSite, find_kernel_sites
+from pallaslab._src.core.jax_adapter.kernels import KernelSite, find_kernel_sites, user_location
 from pallaslab._src.core.jax_adapter.probes import (
     PALLAS_CALL,
     pallas_call_module,
-    source_info_util,
 )
 from pallaslab._src.records import SourceLocation
 
@@ -469,9 +468,7 @@ def lowering_error_location(traceback: types.TracebackType | None) -> SourceLoca
         eqn = tb.tb_frame.f_locals.get("eqn")
         info = getattr(eqn, "source_info", None)
         if info is not None:
-            frame = source_info_util.user_frame(getattr(info, "traceback", None))
-            if frame is not None:
-                found = SourceLocation(frame.file_name, int(frame.start_line), frame.function_name)
+            found = user_location(info) or found
         tb = tb.tb_next
     return found
 

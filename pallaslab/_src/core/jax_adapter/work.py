@@ -106,14 +106,30 @@ def _is_floating(aval: Any) -> bool:
 
 def count_work(jaxpr: Any, programs: int) -> KernelWork:
     """The work of one program of a kernel body, times the number of programs."""
-    flops, transcendentals, exact = _count(inner_jaxpr(jaxpr))
-    return KernelWork(flops * programs, transcendentals * programs, exact)
+    count = _Count()
+    count.add(inner_jaxpr(jaxpr))
+    return KernelWork(
+        count.flops * programs,
+        count.transcendentals * programs,
+        count.exact,
+        matmul_flops=count.matmul_flops * programs,
+        matmul_dtypes=tuple(sorted(count.matmul_dtypes)),
+    )
 
 
-def _count(jaxpr: Any) -> tuple[int, int, bool]:
-    flops = transcendentals = 0
-    exact = True
-    for eqn in jaxpr.eqns:
+class _Count:
+    """Running totals over a body, nested bodies scaled by their trip counts."""
+
+    def __init__(self) -> None:
+        self.flops = self.transcendentals = self.matmul_flops = 0
+        self.exact = True
+        self.matmul_dtypes: set[str] = set()
+
+    def add(self, jaxpr: Any, times: int = 1) -> None:
+        for eqn in jaxpr.eqns:
+            self._add_eqn(eqn, times)
+
+    def _add_eqn(self, eqn: Any, times: int) -> None:
         name = eqn.primitive.name
         out = eqn.outvars[0].aval if eqn.outvars else None
         if name == "dot_general":
@@ -121,28 +137,35 @@ def _count(jaxpr: Any) -> tuple[int, int, bool]:
             (lhs_contracting, _), _ = eqn.params["dimension_numbers"]
             lhs_shape = eqn.invars[0].aval.shape
             depth = math.prod(lhs_shape[d] for d in lhs_contracting)
-            flops += 2 * _size(out) * depth
+            flops = 2 * _size(out) * depth * times
+            self.flops += flops
+            self.matmul_flops += flops
+            dtypes = [jnp.dtype(v.aval.dtype) for v in eqn.invars[:2]]
+            self.matmul_dtypes.add(str(max(dtypes, key=lambda d: d.itemsize)))
         elif name in _TRANSCENDENTAL:
-            transcendentals += _size(out)
+            self.transcendentals += _size(out) * times
         elif name in _ELEMENTWISE and _is_floating(out):
-            flops += _size(out)
+            self.flops += _size(out) * times
         elif name in _REDUCTIONS:
-            flops += _size(eqn.invars[0].aval)
+            self.flops += _size(eqn.invars[0].aval) * times
         elif name == "scan":
-            inner = _count(inner_jaxpr(eqn.params["jaxpr"]))
-            length = int(eqn.params["length"])
-            flops, transcendentals = flops + length * inner[0], transcendentals + length * inner[1]
-            exact = exact and inner[2]
+            self.add(inner_jaxpr(eqn.params["jaxpr"]), times * int(eqn.params["length"]))
         elif name == "cond":
-            branches = [_count(inner_jaxpr(b)) for b in eqn.params["branches"]]
-            costliest = max(branches)
-            flops, transcendentals = flops + costliest[0], transcendentals + costliest[1]
-            exact = exact and len(set(branches)) == 1
+            branches = []
+            for branch in eqn.params["branches"]:
+                inner = _Count()
+                inner.add(inner_jaxpr(branch))
+                branches.append(inner)
+            costliest = max(branches, key=lambda c: (c.flops, c.transcendentals))
+            self.flops += costliest.flops * times
+            self.transcendentals += costliest.transcendentals * times
+            self.matmul_flops += costliest.matmul_flops * times
+            # Any branch's products are products the kernel may run.
+            self.matmul_dtypes.update(*(b.matmul_dtypes for b in branches))
+            totals = {(b.flops, b.transcendentals) for b in branches}
+            self.exact = self.exact and all(b.exact for b in branches) and len(totals) == 1
         elif name in ("while", "run_scoped") or name in CALL_PRIMITIVES:
             for sub in jax_core.jaxprs_in_params(eqn.params):
-                inner = _count(sub)
-                flops, transcendentals = flops + inner[0], transcendentals + inner[1]
-                exact = exact and inner[2]
+                self.add(sub, times)
             # A while loop's trip count is not known while tracing: counted once.
-            exact = exact and name != "while"
-    return flops, transcendentals, exact
+            self.exact = self.exact and name != "while"

@@ -281,7 +281,7 @@ class Lowerer:
     ) -> Lowered:
         language = language or target.language
         text, source_map = sourcemap.clean(raw, language, _kernel_file(kernel))
-        source_map = _readable(source_map)
+        source_map = sourcemap.readable(source_map)
         return Lowered(
             target=target.name,
             kernel=kernel.name if kernel else "",
@@ -304,7 +304,7 @@ class Lowerer:
         if payload.backend != "mosaic_gpu":
             raise LoweringFailedError(
                 LoweringError(
-                    f"`{kernel.name}` passes Triton compiler params (pltriton.CompilerParams), "
+                    f"'{kernel.name}' passes Triton compiler params (pltriton.CompilerParams), "
                     "which select the Triton backend: it has no Mosaic GPU lowering. See the "
                     "'triton' and 'ptx:sm_90' targets.",
                     kernel.call_site or kernel.source,
@@ -317,7 +317,7 @@ class Lowerer:
         if payload.backend != "triton":
             raise LoweringFailedError(
                 LoweringError(
-                    f"`{kernel.name}` is a Mosaic GPU kernel (plgpu): it has no Triton lowering. "
+                    f"'{kernel.name}' is a Mosaic GPU kernel (plgpu): it has no Triton lowering. "
                     "See the 'mosaic-gpu' target.",
                     kernel.call_site or kernel.source,
                 )
@@ -544,7 +544,7 @@ class Lowerer:
             raise LoweringFailedError(
                 LoweringError(
                     "no single program was traced (the cell ran its kernels without a call "
-                    "on the magic line): name one, as in `%%kernel add(x, y)`, to see its "
+                    "on the magic line): name one, as in %%kernel add(x, y), to see its "
                     "StableHLO.",
                     kind="usage",
                 )
@@ -693,7 +693,7 @@ def explain(
     location = jax_adapter.lowering_error_location(error.__traceback__)
     primitive = jax_adapter.lowering_error_primitive(error.__traceback__)
     where = "TPU " + chip if chip else {"cuda": "GPU", "tpu": "TPU"}.get(platform, "this machine")
-    name = f"`{kernel.name}`" if kernel else "a kernel of the program"
+    name = f"'{kernel.name}'" if kernel else "a kernel of the program"
     if params := _PARAMS.search(text):
         backend = {"tpu": "pltpu.CompilerParams (Mosaic TPU)", "gpu": "GPU compiler params"}
         chosen = backend.get(params.group(1), params.group(1))
@@ -704,7 +704,7 @@ def explain(
         return LoweringError(message, _site(kernel), detail=text, kind="tiling")
     summary = _first_lines(text) or "(no message)"
     if primitive and primitive not in ("pallas_call", *jax_adapter.MESH_KERNELS):
-        summary = f"{summary} (while lowering `{primitive}`)"
+        summary = f"{summary} (while lowering '{primitive}')"
     message = f"{name} cannot be lowered for {where}: {type(error).__name__}: {summary}"
     return LoweringError(
         message,
@@ -732,7 +732,7 @@ def mosaic_gpu_layout_hint(error: LoweringError, kernel: Kernel) -> LoweringErro
         "they ask otherwise (from jax 0.11; 0.10 used lane semantics): every array is laid "
         "out over a warpgroup's 128 threads, and this kernel's arrays could not be (arrays "
         "smaller than a warpgroup are a usual cause). "
-        "`plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Lane)` selects "
+        "plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Lane) selects "
         "jax 0.10's lowering, whose error may say more."
     )
     return dataclasses.replace(error, message=error.message + hint)
@@ -755,7 +755,8 @@ def _location_in_text(text: str, kernel: Kernel | None) -> SourceLocation | None
         location = SourceLocation(match.group(1), int(match.group(2)))
         if wanted and match.group(1) == wanted:
             return location
-        fallback = fallback or location
+        if not sources.is_internal_file(location.file):  # never JAX's own lines
+            fallback = fallback or location
     return fallback if not wanted else None
 
 
@@ -770,20 +771,7 @@ def _strip_status(text: str) -> str:
 
 def _stage(name: str, raw: str, language: str, default_file: str) -> Stage:
     text, source_map = sourcemap.clean(raw, language, default_file)
-    return Stage(name, text, language, _readable(source_map))
-
-
-def _readable(source_map: sourcemap.SourceMap) -> sourcemap.SourceMap:
-    """Entries whose file's source can be shown (drops `<string>` and the like)."""
-    shown: dict[str, bool] = {}
-    kept = []
-    for entry in source_map:
-        file = entry[1]
-        if file not in shown:
-            shown[file] = bool(sources.lines(file))
-        if shown[file]:
-            kept.append(entry)
-    return tuple(kept)
+    return Stage(name, text, language, sourcemap.readable(source_map))
 
 
 def _kernel_file(kernel: Kernel | None) -> str:
@@ -829,7 +817,7 @@ def _check_mesh_target(kernel: Kernel, target: Target) -> None:
     plural = "targets take" if len(allowed) > 1 else "target takes"
     raise LoweringFailedError(
         LoweringError(
-            f"`{kernel.name}` is {what} ({kernel.kind} on a "
+            f"'{kernel.name}' is {what} ({kernel.kind} on a "
             f"{'GPU' if kernel.backend == 'mosaic_gpu' else 'TPU'} mesh): only the "
             f"{names} {plural} it.",
             kernel.call_site or kernel.source,

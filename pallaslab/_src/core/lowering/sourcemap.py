@@ -16,6 +16,8 @@ import functools
 import re
 from collections.abc import Callable, Iterable
 
+from pallaslab._src import sources
+
 SourceMap = tuple[tuple[int, str, int], ...]
 # Files compilers name when they do not know the file (Triton's debug info for a
 # function whose own location is unknown).
@@ -519,3 +521,20 @@ def clean(text: str, language: str, default_file: str = "") -> tuple[str, Source
     if cleaner is None:
         return text, ()
     return cleaner(text, default_file)
+
+
+def readable(source_map: SourceMap) -> SourceMap:
+    """The entries a view can show.
+
+    Files with source (not `<string>` and the like) that are no one's internals
+    (JAX's implementation, pallaslab's own files).
+    """
+    shown: dict[str, bool] = {}
+    kept = []
+    for entry in source_map:
+        file = entry[1]
+        if file not in shown:
+            shown[file] = not sources.is_internal_file(file) and bool(sources.lines(file))
+        if shown[file]:
+            kept.append(entry)
+    return tuple(kept)

@@ -49,7 +49,7 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="Rescale when the running max grows",
         task=(
-            "Complete the loop body of `attention(q, k, v)`: online softmax over K/V blocks "
+            "Complete the loop body of attention(q, k, v): online softmax over K/V blocks "
             "of 64, keeping a running max m, a running sum l and an accumulator acc, for "
             "float32 (batch·heads, seq, dim) inputs."
         ),
@@ -77,9 +77,9 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="Causal masking",
         task=(
-            "Make `attention(q, k, v, causal=True)` causal: query i attends to keys j <= i "
+            "Make attention(q, k, v, causal=True) causal: query i attends to keys j <= i "
             "only, and the loop stops after the last K block a query block needs "
-            "(`causal=False` stays as it was)."
+            "(causal=False stays as it was)."
         ),
         reference=attention_reference,
         cases=(
@@ -88,14 +88,14 @@ EXERCISES = (
             case(f32(1, 128, 32), f32(1, 128, 32), f32(1, 128, 32), causal=False),
         ),
         hint=(
-            "Mask the scores with `jnp.where(k_pos <= q_pos, s, -jnp.inf)`, positions from "
-            "`jax.lax.broadcasted_iota` plus the blocks' starts."
+            "Mask the scores with jnp.where(k_pos <= q_pos, s, -jnp.inf), positions from "
+            "jax.lax.broadcasted_iota plus the blocks' starts."
         ),
         mistakes=(
             Mistake(
                 "not-causal",
                 lambda q, k, v, causal=False: attention_reference(q, k, v, causal=False),
-                "Every query attends to every key: with `causal=True`, set the scores of "
+                "Every query attends to every key: with causal=True, set the scores of "
                 "keys after the query (k_pos > q_pos) to -inf before the softmax.",
             ),
         ),

@@ -27,7 +27,7 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="Block indices, not offsets",
         task=(
-            "Fix `copy(x)` (a float32 vector, a multiple of 128 long) so its blocks stay in "
+            "Fix copy(x) (a float32 vector, a multiple of 128 long) so its blocks stay in "
             "the array."
         ),
         reference=lambda x: x,
@@ -39,14 +39,14 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="Keep padding out of the result",
         task=(
-            "Fix `block_sums(x)`: the sum of each block of 128 elements of a float32 vector "
+            "Fix block_sums(x): the sum of each block of 128 elements of a float32 vector "
             "of any length (the last block may be partial), with no padding in any sum."
         ),
         reference=_block_sums,
         cases=(case(f32(1024)), case(f32(1000)), case(f32(200))),
         hint=(
-            "Zero the lanes past the end before summing: element `i * 128 + lane` exists "
-            "only if it is below len(x) (`jax.lax.broadcasted_iota` gives the lanes)."
+            "Zero the lanes past the end before summing: element i * 128 + lane exists "
+            "only if it is below len(x) (jax.lax.broadcasted_iota gives the lanes)."
         ),
     ),
     Exercise(
@@ -54,8 +54,8 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="Right on TPU, right on GPU",
         task=(
-            "Rewrite `matmul(x, y)` so it is right on GPU too: a grid over output blocks "
-            "only, and a `fori_loop` over K inside the kernel."
+            "Rewrite matmul(x, y) so it is right on GPU too: a grid over output blocks "
+            "only, and a fori_loop over K inside the kernel."
         ),
         reference=_matmul,
         cases=(case(f32(128, 128), f32(128, 128)), case(f32(128, 256), f32(256, 64))),

@@ -41,7 +41,7 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="A masked reduction",
         task=(
-            "Write `row_max(x)`: the max of each row of a float32 (rows, cols) array, one "
+            "Write row_max(x): the max of each row of a float32 (rows, cols) array, one "
             "program per row, loading a power-of-two block of the row with a mask."
         ),
         reference=lambda x: x.max(axis=-1),
@@ -50,13 +50,13 @@ EXERCISES = (
             made(lambda: (_negative(1, 8, 100),), label="x: f32[8,100], all negative"),
             made(lambda: (_negative(2, 4, 33),), label="x: f32[4,33], all negative"),
         ),
-        hint="The lanes the mask turns off read `other=`: make it a value that never wins.",
+        hint="The lanes the mask turns off read the other= value: make it one that never wins.",
         mistakes=(
             Mistake(
                 "other-zero",
                 lambda x: jnp.maximum(x.max(axis=-1), 0.0),
-                "Masked-out lanes read `other`, and 0 beats every negative value. Use the "
-                "identity of your reduction: `other=-jnp.inf` for a max (0 for a sum).",
+                "Masked-out lanes read the other= value, 0, which beats every negative value. "
+                "Use the identity of your reduction: other=-jnp.inf for a max (0 for a sum).",
             ),
         ),
     ),
@@ -65,7 +65,7 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="A softmax that does not overflow",
         task=(
-            "Write `softmax(x)`: softmax over the last axis of a float32 (rows, cols) array, "
+            "Write softmax(x): softmax over the last axis of a float32 (rows, cols) array, "
             "one program per row, right also for large inputs."
         ),
         reference=lambda x: jax.nn.softmax(x, axis=-1),
@@ -86,8 +86,8 @@ EXERCISES = (
             Mistake(
                 "other-zero",
                 _softmax_other_zero,
-                "Masked-out lanes read `other`, and exp(0 - max) adds to the sum. Load with "
-                "`other=-jnp.inf`: exp(-inf) is 0.",
+                "Masked-out lanes read the other= value, 0, and exp(0 - max) adds to the sum. "
+                "Load with other=-jnp.inf: exp(-inf) is 0.",
             ),
         ),
     ),
@@ -96,20 +96,20 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="A loop over chunks with a masked tail",
         task=(
-            "Write `row_sum(x)`: the sum of each row of a float32 (rows, cols) array, one "
-            "program per row, adding the row up 128 columns at a time in a `fori_loop`, for "
+            "Write row_sum(x): the sum of each row of a float32 (rows, cols) array, one "
+            "program per row, adding the row up 128 columns at a time in a fori_loop, for "
             "any number of columns."
         ),
         reference=lambda x: x.sum(axis=-1),
         cases=(case(f32(4, 1024)), case(f32(4, 1000)), case(f32(2, 300))),
-        hint="Loop `pl.cdiv(cols, 128)` times and mask the lanes of the last chunk.",
+        hint="Loop pl.cdiv(cols, 128) times and mask the lanes of the last chunk.",
         mistakes=(
             Mistake(
                 "drops-tail",
                 lambda x: x[:, : x.shape[1] // 128 * 128].sum(axis=-1),
-                "Your loop runs `cols // 128` times and never adds the last, partial chunk. "
-                "Run it `pl.cdiv(cols, 128)` times and load the last chunk with a mask "
-                "(`mask=cols_of_chunk < cols`, `other=0.0`: 0 does not change a sum).",
+                "Your loop runs cols // 128 times and never adds the last, partial chunk. "
+                "Run it pl.cdiv(cols, 128) times and load the last chunk with a mask "
+                "(mask=cols_of_chunk < cols, other=0.0: 0 does not change a sum).",
             ),
         ),
     ),

@@ -36,8 +36,8 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="Accumulate over K",
         task=(
-            "Complete `matmul(a, b)`: one program per (BLOCK_M, BLOCK_N) output block, a "
-            "`fori_loop` over K in steps of BLOCK_K = 32 that adds each product of a tile of "
+            "Complete matmul(a, b): one program per (BLOCK_M, BLOCK_N) output block, a "
+            "fori_loop over K in steps of BLOCK_K = 32 that adds each product of a tile of "
             "a and a tile of b into a float32 accumulator."
         ),
         reference=_dot,
@@ -47,7 +47,7 @@ EXERCISES = (
             case(bf16(64, 128), bf16(128, 128)),
         ),
         hint=(
-            "Each step adds `jnp.dot(a_tile, b_tile, preferred_element_type=jnp.float32)` "
+            "Each step adds jnp.dot(a_tile, b_tile, preferred_element_type=jnp.float32) "
             "into the carry and returns it; the loop runs K // BLOCK_K times."
         ),
         mistakes=(
@@ -55,13 +55,13 @@ EXERCISES = (
                 "overwrites-accumulator",
                 _last_k_block,
                 "Only the last K block's product survives: the loop body replaces the "
-                "accumulator instead of adding to it. Return `acc + jnp.dot(...)`.",
+                "accumulator instead of adding to it. Return acc + jnp.dot(...).",
             ),
             Mistake(
                 "one-step",
                 _first_k_block,
                 "Only the first K block is multiplied: the loop must run K // BLOCK_K times "
-                "and slice the tiles at `pl.ds(t * BLOCK_K, BLOCK_K)`.",
+                "and slice the tiles at pl.ds(t * BLOCK_K, BLOCK_K).",
             ),
         ),
     ),
@@ -70,7 +70,7 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="A batched matmul",
         task=(
-            "Write `bmm(a, b)`: a is (batch, M, K), b is (batch, K, N), the result (batch, M, "
+            "Write bmm(a, b): a is (batch, M, K), b is (batch, K, N), the result (batch, M, "
             "N) is a[i] @ b[i] for each i; a grid (batch, M // 64, N // 64) and blocks with "
             "the batch dimension squeezed (None)."
         ),
@@ -84,7 +84,7 @@ EXERCISES = (
                 "batch-zero",
                 _batch_zero,
                 "Every batch element gets a[0] @ b[0]: the index maps return 0 for the batch "
-                "dimension. Pass the batch index on: `lambda b, i, j: (b, i, 0)`.",
+                "dimension. Pass the batch index on: lambda b, i, j: (b, i, 0).",
             ),
         ),
     ),

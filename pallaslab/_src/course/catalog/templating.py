@@ -36,7 +36,7 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="A fused matmul + activation",
         task=(
-            "Write `matmul_act(x, y, activation=None)`: activation(x @ y) in one kernel, for "
+            "Write matmul_act(x, y, activation=None): activation(x @ y) in one kernel, for "
             "any activation function given (or none), float32 (M, K) @ (K, N) with "
             "(64, 64) output blocks."
         ),
@@ -47,15 +47,15 @@ EXERCISES = (
             case(f32(64, 64), f32(64, 64), activation=None),
         ),
         hint=(
-            "Apply `activation` to the accumulator inside the kernel, before storing; with a "
-            "Python `if activation is not None:` the plain matmul gets no extra code."
+            "Apply activation to the accumulator inside the kernel, before storing; with a "
+            "Python 'if activation is not None:' the plain matmul gets no extra code."
         ),
         mistakes=(
             Mistake(
                 "activation-ignored",
                 _activation_ignored,
-                "The activation is never applied: call `activation(acc)` in the kernel "
-                "(a Python `if` on `activation is None` is fine: it is known while tracing).",
+                "The activation is never applied: call activation(acc) in the kernel "
+                "(a Python 'if activation is None' is fine: it is known while tracing).",
             ),
         ),
         requirements=(requirements.one_kernel(),),
@@ -65,15 +65,15 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="Skip blocks at run time",
         task=(
-            "Write `tril_matmul(x, y)`: x @ y for float32 square matrices, but only the "
+            "Write tril_matmul(x, y): x @ y for float32 square matrices, but only the "
             "blocks on or below the diagonal of (64, 64) blocks (j <= i); the others are 0, "
             "and no product is computed for them."
         ),
         reference=_block_lower,
         cases=(case(f32(128, 64), f32(64, 128)), case(f32(256, 64), f32(64, 256))),
         hint=(
-            "Program ids are known only when the kernel runs: branch with `@pl.when(j <= i)` "
-            "for the product and `@pl.when(j > i)` for the zeros."
+            "Program ids are known only when the kernel runs: branch with @pl.when(j <= i) "
+            "for the product and @pl.when(j > i) for the zeros."
         ),
         mistakes=(
             Mistake(
@@ -85,7 +85,7 @@ EXERCISES = (
         requirements=(
             requirements.body_uses(
                 "cond",
-                "branch at run time with `pl.when` (it becomes a `cond` in the jaxpr), so "
+                "branch at run time with pl.when (it becomes a cond in the jaxpr), so "
                 "the blocks above the diagonal cost no product.",
             ),
         ),

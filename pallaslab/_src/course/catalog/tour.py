@@ -15,14 +15,14 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="ReLU without a Python if",
         task=(
-            "Write `relu(x)`: max(x, 0) elementwise for a float32 vector whose length is a "
+            "Write relu(x): max(x, 0) elementwise for a float32 vector whose length is a "
             "multiple of 128, in blocks of 128."
         ),
         reference=lambda x: jnp.maximum(x, 0),
         cases=(case(f32(1024)), case(f32(4096))),
         hint=(
-            "Compute max(x, 0) for the whole block at once: `jnp.maximum(x_ref[...], 0)` "
-            "(or `jnp.where`): elementwise operations need no branch."
+            "Compute max(x, 0) for the whole block at once: jnp.maximum(x_ref[...], 0) "
+            "(or jnp.where): elementwise operations need no branch."
         ),
         mistakes=(
             Mistake(
@@ -37,18 +37,18 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="a * x + y with a captured constant",
         task=(
-            "Write `axpy(x, y, a=2.0)`: a * x + y for float32 vectors (length a multiple of "
-            "128), where `a` is a Python float the kernel captures from the enclosing function."
+            "Write axpy(x, y, a=2.0): a * x + y for float32 vectors (length a multiple of "
+            "128), where a is a Python float the kernel captures from the enclosing function."
         ),
         reference=lambda x, y, a: a * x + y,
         cases=(case(f32(1024), f32(1024), a=2.0), case(f32(2048), f32(2048), a=-0.5)),
-        hint="Multiply x's block by `a` before adding y's block.",
+        hint="Multiply x's block by the factor a before adding y's block.",
         mistakes=(
             Mistake(
                 "ignores-a",
                 lambda x, y, a: x + y,
-                "Your kernel computes x + y: multiply by `a`. The kernel function can read "
-                "`a` from the function around it (a closure): while tracing it is a "
+                "Your kernel computes x + y: multiply by the factor a. The kernel function can "
+                "read a from the function around it (a closure): while tracing it is a "
                 "constant, baked into the kernel.",
             ),
             Mistake(

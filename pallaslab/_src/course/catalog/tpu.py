@@ -21,7 +21,7 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="Blocks a TPU can take",
         task=(
-            "Fix the BlockSpecs of `add_rows(x, y)` (x + y for float32 (rows, 1024) arrays) "
+            "Fix the BlockSpecs of add_rows(x, y) (x + y for float32 (rows, 1024) arrays) "
             "so the kernel lowers for TPU v5e: every block's last two dimensions must be "
             "multiples of (8, 128) or the whole array dimension."
         ),
@@ -35,15 +35,15 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="A VMEM accumulator",
         task=(
-            "Complete `matmul(x, y)` for bfloat16 inputs: a grid (M/128, N/128, K/128) with "
+            "Complete matmul(x, y) for bfloat16 inputs: a grid (M/128, N/128, K/128) with "
             'k last and "arbitrary", a float32 VMEM scratch accumulator zeroed on the first '
             "k step, and the bfloat16 output written on the last."
         ),
         reference=_matmul,
         cases=(case(bf16(256, 256), bf16(256, 256)), case(bf16(128, 512), bf16(512, 256))),
         hint=(
-            "`@pl.when(pl.program_id(2) == 0)` zeroes the scratch, every step adds its "
-            "product, `@pl.when(pl.program_id(2) == pl.num_programs(2) - 1)` stores it."
+            "@pl.when(pl.program_id(2) == 0) zeroes the scratch, every step adds its "
+            "product, @pl.when(pl.program_id(2) == pl.num_programs(2) - 1) stores it."
         ),
         requirements=(
             requirements.race_free("tpu"),
@@ -55,7 +55,7 @@ EXERCISES = (
         notebook=NOTEBOOK,
         title="A scalar in SMEM",
         task=(
-            "Write `scale(s, x)`: s[0] * x, where s is a float32 array of one element passed "
+            "Write scale(s, x): s[0] * x, where s is a float32 array of one element passed "
             "whole in SMEM, and x a float32 (rows, 128·n) array in (8, 128) blocks."
         ),
         reference=lambda s, x: s[0] * x,

@@ -24,7 +24,6 @@ def _location(location: SourceLocation | None) -> dict[str, Any] | None:
 
 
 def _operand(operand: Operand) -> dict[str, Any]:
-    index_map = operand.index_map
     return {
         "role": "prefetch" if operand.scalar_prefetch else operand.role,
         "label": operand.label,
@@ -32,7 +31,7 @@ def _operand(operand: Operand) -> dict[str, Any]:
         "type": fmt.array_type(operand.dtype, operand.shape),
         "block": fmt.operand_block(operand),
         "blockBytes": fmt.nbytes(operand.block_bytes),
-        "indexMap": index_map.text if index_map else "",
+        "indexMap": fmt.index_map_text(operand),
         "memory": operand.memory_space,
         "buffers": operand.buffer_count,
     }

@@ -101,9 +101,9 @@ def payload(inspection: Inspection) -> Payload:
     result = inspection.result
     if result is None:
         message = (
-            "Not run: name a call on the magic line to run it (e.g. `%%kernel add(x, y)`)."
+            "Not run: name a call on the magic line to run it (e.g. %%kernel add(x, y))."
             if not inspection.args and not inspection.outputs
-            else "Not run (--no-run). Run it with `inspection.run(...)`."
+            else "Not run (--no-run). Run it with inspection.run(...)."
         )
         return {"result": None, "message": message}
     comparison = result.comparison
