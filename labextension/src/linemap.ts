@@ -17,7 +17,15 @@ export interface ISourceWindow {
 }
 
 /** The languages an open-text request may name. */
-export const TEXT_LANGUAGES = ['mlir', 'ptx', 'sass', 'llvm', 'jaxpr'] as const;
+export const TEXT_LANGUAGES = [
+  'mlir',
+  'ptx',
+  'sass',
+  'llvm',
+  'llo',
+  'hlo',
+  'jaxpr'
+] as const;
 export type TextLanguage = (typeof TEXT_LANGUAGES)[number];
 
 /** What the inspector's "Open in new tab" asks for (the `pallaslab:open-text` event). */

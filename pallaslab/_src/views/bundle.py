@@ -8,9 +8,10 @@ syntax grammars injected as a constant. Each tab adds its renderer to `TABS`.
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
-from pallaslab._src.views.highlight import grammar_source
+from pallaslab._src.views.highlight import grammar_file
 
 STATIC = Path(__file__).parent / "static"
 # Shared helpers first; then every tab renderer in static/tabs/; the entry point last.
@@ -29,7 +30,7 @@ def esm() -> str:
     """The widget's JavaScript module."""
     parts = [
         "// pallaslab inspector (generated from pallaslab/_src/views/static/*.js)",
-        f"const LANGUAGES = {grammar_source().strip()};",
+        f"const LANGUAGES = {json.dumps(_plain_rules())};",
         "const TABS = {};",
     ]
     parts += [(STATIC / name).read_text(encoding="utf-8") for name in module_files()]
@@ -40,3 +41,11 @@ def esm() -> str:
 def css() -> str:
     """The widget's stylesheet."""
     return (STATIC / "inspector.css").read_text(encoding="utf-8")
+
+
+def _plain_rules() -> dict[str, list[list[str]]]:
+    """The grammar file's rules as (class, pattern) pairs, for the plain JS tokenizer."""
+    return {
+        name: [[rule["token"] or "", rule["pattern"]] for rule in spec["rules"] if rule["token"]]
+        for name, spec in grammar_file()["languages"].items()
+    }

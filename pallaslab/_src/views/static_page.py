@@ -25,7 +25,7 @@ border-radius:4px;padding:6px 10px}
 .pallaslab-static .pl-ln{color:#6e7781}.pallaslab-static .pl-mark{color:#1976d2}
 .pallaslab-static .pl-notice{color:#59636e;font-style:italic}
 .pallaslab-static .pl-tok-keyword{color:#cf222e}
-.pallaslab-static .pl-tok-primitive,.pallaslab-static .pl-tok-function{color:#8250df}
+.pallaslab-static .pl-tok-op,.pallaslab-static .pl-tok-function{color:#8250df}
 .pallaslab-static .pl-tok-type{color:#0550ae}.pallaslab-static .pl-tok-comment{color:#6e7781}
 .pallaslab-static .pl-tok-variable{color:#116329}
 """
