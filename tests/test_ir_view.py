@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import html
 import json
-import re
 
 import jax.numpy as jnp
 import pytest
@@ -16,6 +14,7 @@ from pallaslab._src.views.inspector import Inspector
 from pallaslab._src.views.static_page import static_page
 from pallaslab._src.views.tabs import ir
 from tests import corpus
+from tests.pages import text_of
 
 
 @pytest.fixture
@@ -117,16 +116,11 @@ def test_resources_panel_and_stages(inspection):
     assert {o["gpu"] for o in resources["occupancy"]} >= {"A100", "H100", "B200", "RTX 4090"}
 
 
-def page_text(page: str) -> str:
-    """The text a static page shows (tokens are highlighted in separate spans)."""
-    return html.unescape(re.sub(r"<[^>]+>", "", page))
-
-
 def test_static_html_shows_what_was_lowered(inspection):
     page = static_page(inspection)
     assert "Nothing lowered yet" in page
     inspection.lower("triton")
-    page = page_text(static_page(inspection))
+    page = text_of(static_page(inspection))
     assert "tt.dot" in page and "Triton IR" in page
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pallaslab._src import sources
-from pallaslab._src.views import texts
+from pallaslab._src.views import texts, where
+from pallaslab._src.views.contracts import SourceWindow
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -29,7 +30,7 @@ class Mark:
     """A note on one source line ("kernel add_kernel", "BlockSpec of x_ref")."""
 
     line: int
-    kind: str
+    kind: Literal["kernel", "call", "blockspec"]
     text: str
 
 
@@ -51,14 +52,14 @@ class SourceFile:
     lines: tuple[str, ...]
     marks: tuple[Mark, ...]
 
-    def to_json(self) -> dict[str, object]:
-        """The payload form the widget reads."""
+    def to_json(self) -> SourceWindow:
+        """The view models' form."""
         return {
             "file": self.file,
             "label": self.label,
             "first": self.first,
             "lines": list(self.lines),
-            "marks": [dataclasses.asdict(m) for m in self.marks],
+            "marks": [{"line": m.line, "kind": m.kind, "text": m.text} for m in self.marks],
         }
 
 
@@ -77,8 +78,11 @@ def source_files(inspection: Inspection) -> list[SourceFile]:
 def _source_files(inspection: Inspection) -> list[SourceFile]:
     marks: dict[str, list[Mark]] = {}
     mapped: dict[str, set[int]] = {}
+    # Library files only where a kernel's body is (JAX's own ops): never a default
+    # index map's or a wrapper's line inside JAX as if it were the user's.
+    allowed = where.kernel_files(inspection.kernels)
 
-    def note(file: str, line: int, kind: str, text: str) -> None:
+    def note(file: str, line: int, kind: Literal["kernel", "call", "blockspec"], text: str) -> None:
         marks.setdefault(file, []).append(Mark(line, kind, text))
 
     for kernel in inspection.kernels:
@@ -100,7 +104,7 @@ def _source_files(inspection: Inspection) -> list[SourceFile]:
     for _, file, line in inspection.jaxpr_source_map:
         mapped.setdefault(file, set()).add(line)
 
-    files = list(dict.fromkeys([*marks, *mapped]))
+    files = [f for f in dict.fromkeys([*marks, *mapped]) if where.shown_file(f, allowed)]
     shown = []
     for file in files:
         window = _window(file, [m.line for m in marks.get(file, [])] + sorted(mapped.get(file, ())))
