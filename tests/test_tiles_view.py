@@ -12,11 +12,11 @@ import pytest
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src.views import bundle, tilesdata
+from pallaslab._src.views import tilesdata
 from pallaslab._src.views.inspector import Inspector
 from pallaslab._src.views.static_page import static_page, static_tab
 from pallaslab._src.views.tabs import tiles as tiles_tab
-from tests import corpus
+from tests import corpus, frontend
 from tests.pages import pictures
 
 
@@ -196,19 +196,19 @@ def test_static_fallback_of_a_large_map_stays_small():
 
 
 def test_the_front_end_has_stable_hooks_for_browser_tests():
-    code = bundle.esm()
-    assert re.search(r"TABS\.tiles = ", code)
+    code = frontend.source("tabs/tiles/index.ts", "tabs/tiles/operand.ts")
+    assert re.search(r"^  tiles: TILES,$", frontend.source("tabs/index.ts"), re.MULTILINE)
     for hook in (
-        'role: "scrub"',
-        'role: "play"',
-        'role: "accesses"',
-        'role: "chip"',
-        'role: "schedule"',
+        "role: 'scrub'",
+        "role: 'play'",
+        "role: 'accesses'",
+        "role: 'schedule'",
     ):
         assert hook in code, hook
+    assert "role: 'chip'" in frontend.source("tabs/tiles/figures.ts")
     for attribute in ("dataset.highlighted", "dataset.program", "dataset.block", "dataset.status"):
         assert attribute in code, attribute
-    assert "ctx.request(" in code
+    assert re.search(r"ctx\s*\.request\(", code)
 
 
 def test_kernels_without_blocks_say_so():

@@ -9,12 +9,12 @@ import pytest
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src.views import bundle, highlight
+from pallaslab._src.views import highlight
 from pallaslab._src.views.header import Problem
 from pallaslab._src.views.inspector import Inspector
 from pallaslab._src.views.static_page import static_page
 from pallaslab._src.views.tabs import all_tabs
-from tests import corpus
+from tests import corpus, frontend
 
 XSS = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>'
 
@@ -144,25 +144,30 @@ def test_user_strings_are_escaped_in_static_html():
 
 
 def test_javascript_never_parses_html():
-    code = bundle.esm()
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+    code = frontend.built("inspector")
+    for sink in frontend.HTML_SINKS:
         assert sink not in code, sink
-    assert code.rstrip().endswith("export default { render };")
-    # Every tab has a renderer of the same id.
+        assert sink not in frontend.source(), sink
+    # An ES module whose default export anywidget renders.
+    assert re.search(r"export\s*\{[^}]*\bas default\b", code)
+    # Every tab has a renderer of the same id (tsc checks they are all there).
+    registry = frontend.source("tabs/index.ts")
     for tab in all_tabs():
-        assert re.search(rf"TABS\.{tab.id} = ", code), tab.id
+        assert re.search(rf"^  {tab.id}: [A-Z]+,?$", registry, re.MULTILINE), tab.id
 
 
 def test_highlighting_rules_are_shared_with_javascript():
-    assert bundle._plain_rules()["jaxpr"][0][1] in bundle.esm()
-    assert highlight.tokenize("  c:f32[8] = add a b", "jaxpr") == [
-        ("", "  c"),
-        ("punctuation", ":"),
-        ("type", "f32[8]"),
-        ("", " "),
-        ("operator", "="),
-        ("", " "),
-        ("op", "add"),
-        ("", " a b"),
+    # The widget embeds the one grammar file (patterns with quotes are written
+    # with other quotes in JavaScript: checked without them).
+    code = frontend.built("inspector")
+    rules = [
+        rule["pattern"]
+        for spec in highlight.grammar_file()["languages"].values()
+        for rule in spec["rules"]
+        if '"' not in rule["pattern"]
     ]
+    assert len(rules) > 80
+    for pattern in rules:
+        assert json.dumps(pattern) in code, pattern
+    assert highlight.tokenize("  c:f32[8] = add a b", "jaxpr")[6] == ("op", "add")
     assert "&lt;" in highlight.highlight_html("x = '<b>'", "python")

@@ -8,6 +8,8 @@ export type Role = 'in' | 'out' | 'scratch' | 'prefetch';
 
 export type SourceMapEntry = [number, number, number];
 
+export const TILE_COLOURS = {"in": ["#dbe9fb", "#0b4da2"], "out": ["#fde4cf", "#a3400a"], "prefetch": ["#eadcf8", "#5a2e9c"], "other": ["#e6e6e6", "#333333"], "unread": "#f6f8fa", "highlight": "#ffd33d", "outline": "#111111", "padding": "#cf222e", "border": "#59636e"} as const;
+
 /** A source line as shown: "Cell [3]" line 7. */
 export interface ILocation {
   label: string;

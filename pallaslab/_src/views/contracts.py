@@ -27,6 +27,21 @@ Role = Literal["in", "out", "scratch", "prefetch"]
 #: [text line, source window index, source line], lines 1-based.
 SourceMapEntry = tuple[int, int, int]
 
+#: Colours of tile pictures, shared by the widget's canvas and the static SVG: per
+#: operand role (light, dark: more reads, darker), never read, a program's block, and
+#: what of an edge block hangs over the array.
+TILE_COLOURS = {
+    "in": ["#dbe9fb", "#0b4da2"],
+    "out": ["#fde4cf", "#a3400a"],
+    "prefetch": ["#eadcf8", "#5a2e9c"],
+    "other": ["#e6e6e6", "#333333"],
+    "unread": "#f6f8fa",
+    "highlight": "#ffd33d",
+    "outline": "#111111",
+    "padding": "#cf222e",
+    "border": "#59636e",
+}
+
 
 class Location(TypedDict):
     """A source line as shown: "Cell [3]" line 7."""

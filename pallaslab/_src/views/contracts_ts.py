@@ -3,12 +3,13 @@
 Run `python -m pallaslab._src.views.contracts_ts` after changing a contract; a test
 fails while the committed file differs from what this writes. TypedDicts become
 interfaces (`I` + name, as the lab extension's lint wants), module-level unions,
-literals and tuples become type aliases.
+literals and tuples become type aliases, upper-case dicts constants.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import sys
 import types
 import typing
@@ -27,14 +28,18 @@ HEADER = """\
 
 
 def _declarations() -> list[tuple[str, Any]]:
-    """The module's TypedDicts and type aliases, in the order they are written."""
+    """The module's TypedDicts, type aliases and constants, in the order written."""
     found = []
     for name, value in vars(contracts).items():
         if name.startswith("_"):
             continue
-        if is_typeddict(value) or _is_alias(value):
+        if is_typeddict(value) or _is_alias(value) or _is_constant(name, value):
             found.append((name, value))
     return found
+
+
+def _is_constant(name: str, value: Any) -> bool:
+    return name.isupper() and isinstance(value, dict)
 
 
 def _is_alias(value: Any) -> bool:
@@ -42,7 +47,7 @@ def _is_alias(value: Any) -> bool:
 
 
 def _aliases() -> list[tuple[str, Any]]:
-    return [(n, v) for n, v in _declarations() if not is_typeddict(v)]
+    return [(n, v) for n, v in _declarations() if _is_alias(v)]
 
 
 def _interface_name(cls: type) -> str:
@@ -115,6 +120,8 @@ def generate() -> str:
     for name, value in _declarations():
         if is_typeddict(value):
             out.append("\n".join(_interface(value)) + "\n")
+        elif _is_constant(name, value):
+            out.append(f"export const {name} = {json.dumps(value)} as const;\n")
         else:
             out.append(f"export type {name} = {ts_type(value, expand=True)};\n")
     return "\n".join(out)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -55,6 +56,11 @@ def payload(tile: TileMismatch) -> HeatmapModel:
     }
     data["description"] = describe(data)
     return data
+
+
+def differing(tiles: Sequence[TileMismatch]) -> list[HeatmapModel]:
+    """The heatmaps of the outputs whose blocks differ or hold NaN/Inf."""
+    return [payload(t) for t in tiles if t.bad_tiles or t.nan_count or t.inf_count]
 
 
 def _as_2d(counts: np.ndarray, nonfinite: np.ndarray) -> tuple[np.ndarray, np.ndarray, str, str]:

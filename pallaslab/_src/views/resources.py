@@ -14,6 +14,7 @@ import dataclasses
 from pallaslab._src.lowered import GpuResources, TpuResources
 from pallaslab._src.records import SourceLocation
 from pallaslab._src.views import fmt
+from pallaslab._src.views.contracts import UtilizationRow, VmemBlockRow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,19 +41,6 @@ class OccupancyFact:
 
 
 @dataclasses.dataclass(frozen=True)
-class VmemFact:
-    """VMEM one operand's blocks take (TPU)."""
-
-    operand: str
-    role: str
-    block: str
-    dtype: str
-    buffers: int
-    bytes: str
-    padded: str
-
-
-@dataclasses.dataclass(frozen=True)
 class TilingFact:
     """A block that breaks the TPU (8, 128) rule, and how to fix it."""
 
@@ -60,15 +48,6 @@ class TilingFact:
     message: str
     hint: str
     location: SourceLocation | None
-
-
-@dataclasses.dataclass(frozen=True)
-class UtilizationFact:
-    """Slots of one TPU unit used per bundle, on average."""
-
-    unit: str
-    slots: int
-    mean: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +60,7 @@ class ResourceFacts:
         facts: (label, value) pairs, in the order they read best.
         occupancy: GPU: theoretical occupancy on each GPU of the hardware table.
         vmem_fraction: TPU: VMEM of blocks and scratch over the chip's VMEM.
-        vmem: TPU: VMEM per operand.
+        vmem: TPU: VMEM per operand (rows as the IR tab's model has them).
         tiling: TPU: blocks that break the (8, 128) rule.
         utilization: TPU: unit slots used per bundle.
     """
@@ -91,9 +70,9 @@ class ResourceFacts:
     facts: tuple[tuple[str, str], ...]
     occupancy: tuple[OccupancyFact, ...] = ()
     vmem_fraction: float = 0.0
-    vmem: tuple[VmemFact, ...] = ()
+    vmem: tuple[VmemBlockRow, ...] = ()
     tiling: tuple[TilingFact, ...] = ()
-    utilization: tuple[UtilizationFact, ...] = ()
+    utilization: tuple[UtilizationRow, ...] = ()
 
     def fact(self, label: str) -> str | None:
         """The value of the fact called `label` (None when there is none)."""
@@ -109,10 +88,13 @@ class ResourceFacts:
                 f"limited by {row.limiter}{same}"
             )
         lines.extend(
-            f"VMEM {b.operand} {b.block} {b.dtype} x{b.buffers}: {b.padded}" for b in self.vmem
+            f"VMEM {b['operand']} {b['block']} {b['dtype']} x{b['buffers']}: {b['padded']}"
+            for b in self.vmem
         )
         lines.extend(f"tiling: {p.message} {p.hint}" for p in self.tiling)
-        lines.extend(f"{u.unit}: {u.mean} of {u.slots} slots per bundle" for u in self.utilization)
+        lines.extend(
+            f"{u['unit']}: {u['mean']} of {u['slots']} slots per bundle" for u in self.utilization
+        )
         return lines
 
 
@@ -199,15 +181,15 @@ def _tpu(found: TpuResources) -> ResourceFacts:
         facts=tuple(facts),
         vmem_fraction=share,
         vmem=tuple(
-            VmemFact(
-                operand=b.operand,
-                role=b.role,
-                block=fmt.shape(b.block_shape),
-                dtype=b.dtype,
-                buffers=b.buffers,
-                bytes=fmt.nbytes(b.bytes),
-                padded=fmt.nbytes(b.padded_bytes),
-            )
+            {
+                "operand": b.operand,
+                "role": b.role,
+                "block": fmt.shape(b.block_shape),
+                "dtype": b.dtype,
+                "buffers": b.buffers,
+                "bytes": fmt.nbytes(b.bytes),
+                "padded": fmt.nbytes(b.padded_bytes),
+            }
             for b in found.vmem_blocks
         ),
         tiling=tuple(
@@ -215,7 +197,7 @@ def _tpu(found: TpuResources) -> ResourceFacts:
             for p in found.tiling_problems
         ),
         utilization=tuple(
-            UtilizationFact(unit=unit, slots=slots, mean=round(mean, 2))
+            {"unit": unit, "slots": slots, "mean": round(mean, 2)}
             for unit, slots, mean in found.utilization
         ),
     )

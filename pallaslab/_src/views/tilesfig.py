@@ -21,24 +21,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pallaslab._src.views import tilesdata
-from pallaslab._src.views.contracts import TilesKernel, TilesOperand
+from pallaslab._src.views.contracts import TILE_COLOURS, TilesKernel, TilesOperand
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from pallaslab._src.geometry.tilemap import TileMap
 
-# Colours per role (light, dark): the widget's canvas uses the same (contracts.ts).
-ROLE_COLOURS = {
-    "in": ("#dbe9fb", "#0b4da2"),
-    "out": ("#fde4cf", "#a3400a"),
-    "prefetch": ("#eadcf8", "#5a2e9c"),
-}
-UNREAD = "#f6f8fa"
-HIGHLIGHT = "#ffd33d"
-OUTLINE = "#111111"
-PADDING = "#cf222e"
-BORDER = "#59636e"
+# The colours the widget's canvas uses too (contracts.TILE_COLOURS).
+UNREAD = str(TILE_COLOURS["unread"])
+HIGHLIGHT = str(TILE_COLOURS["highlight"])
+OUTLINE = str(TILE_COLOURS["outline"])
+PADDING = str(TILE_COLOURS["padding"])
+BORDER = str(TILE_COLOURS["border"])
 # A static picture merges cells beyond this many per side (few shapes).
 MAX_CELLS = 32
 # Block boundaries closer than this many pixels would only grey the picture out.
@@ -78,7 +73,7 @@ def shade(role: str, count: int, peak: int) -> str:
     """The colour of a cell read (or written) by `count` programs, `peak` the most."""
     if count <= 0:
         return UNREAD
-    light, dark = ROLE_COLOURS.get(role, ("#e6e6e6", "#333333"))
+    light, dark = TILE_COLOURS.get(role, TILE_COLOURS["other"])
     # Read once: a quarter of the way to the darkest shade, kept for the busiest.
     t = 0.25 + 0.6 * ((count - 1) / (peak - 1) if peak > 1 else 0.0)
     mix = [

@@ -292,18 +292,7 @@ def _tiles_kernel(kernel: TilesKernel) -> list[Node]:
         ),
         h("p", "pl-notice", kernel["order"][schedule]),
         h("div", "pl-pictures", pictures),
-        table(
-            [
-                "operand",
-                "role",
-                "reads min / mean / max",
-                "copies",
-                "HBM bytes",
-                "minimum",
-                "ratio",
-            ],
-            rows,
-        ),
+        table(MERIT_HEADINGS, rows),
         h("p", "", "; ".join(facts) + "."),
         *[h("p", "pl-notice", n) for n in kernel["notices"]],
     ]

@@ -266,18 +266,7 @@ def resources(
         "summary": facts.summary,
         "facts": list(facts.facts),
         "vmemFraction": facts.vmem_fraction,
-        "blocks": [
-            {
-                "operand": b.operand,
-                "role": b.role,
-                "block": b.block,
-                "dtype": b.dtype,
-                "buffers": b.buffers,
-                "bytes": b.bytes,
-                "padded": b.padded,
-            }
-            for b in facts.vmem
-        ],
+        "blocks": list(facts.vmem),
         "tiling": [
             {
                 "operand": p.operand,
@@ -287,9 +276,7 @@ def resources(
             }
             for p in facts.tiling
         ],
-        "utilization": [
-            {"unit": u.unit, "slots": u.slots, "mean": u.mean} for u in facts.utilization
-        ],
+        "utilization": list(facts.utilization),
     }
 
 
