@@ -25,7 +25,7 @@ from pallaslab._src.views.contracts import (
     TilesKernelError,
     TilesPane,
 )
-from pallaslab._src.views.statichtml.nodes import Node, h
+from pallaslab._src.views.statichtml.nodes import STYLES, Node, h
 from pallaslab._src.views.tabs.ir import MAX_LINE, STATIC_LINES
 
 # ---------------------------------------------------------------------------------
@@ -50,7 +50,10 @@ def code(
             rows.append("\n")
         if numbered:
             rows.append(h("span", "pl-ln", f"{number:>{width}}  "))
-        rows += [h("span", f"pl-tok-{cls}", text) if cls else text for cls, text in tokens]
+        rows += [
+            h("span", f"pl-tok-{cls}", text) if f"pl-tok-{cls}" in STYLES else text
+            for cls, text in tokens
+        ]
         if number in marked:
             rows.append(h("span", "pl-mark", f"  \u2190 {marked[number]}"))
     return h("pre", "pl-code", rows)
