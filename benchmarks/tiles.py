@@ -45,7 +45,7 @@ from jax.experimental import pallas as pl
 import pallaslab
 from pallaslab._src.geometry import merit
 from pallaslab._src.views import tilesdata
-from pallaslab._src.views.tabs import tiles as tiles_tab
+from pallaslab._src.views.static_page import static_tab
 
 N, B = 16384, 64
 REPEATS = 5
@@ -201,7 +201,7 @@ def main() -> None:
         payload_s, payload = timed(fresh_payload)
         payload_bytes = len(json.dumps(payload).encode())
         static_s, static = timed(
-            lambda i=inspection: (tilesdata.forget(i), tiles_tab.static_html(i))[1]
+            lambda i=inspection: (tilesdata.forget(i), static_tab(i, "tiles"))[1]
         )
         tiles = kernel.tiles()
         figures = merit.kernel_merit(tiles)

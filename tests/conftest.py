@@ -44,3 +44,11 @@ def ip(shell):
     yield shell
     shell.user_ns.clear()
     shell.user_ns.update(saved)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite tests/golden/ from what the code gives now (also PALLASLAB_UPDATE_GOLDEN=1)",
+    )

@@ -16,6 +16,7 @@ from jax.experimental.pallas import triton as pltriton
 
 import pallaslab
 from pallaslab._src.core import checking, chips, emulator, jax_adapter, running
+from pallaslab._src.views.static_page import static_tab
 from tests import corpus
 
 CASES = {build.__name__: build for build in corpus.ALL}
@@ -627,7 +628,7 @@ def test_kernels_tab_words_races_for_both_backends():
     assert "GPU race on o_ref" in races["gpu"]["sentences"][0]
     assert races["gpu"]["conflicts"][0]["programs"] == [[0, 0, 0], [0, 0, 1]]
     assert races["tpu"]["total"] == 0 and "no races" in races["tpu"]["sentences"][0]
-    html = overview.static_html(pallaslab.inspect(case.fn, *case.args))
+    html = static_tab(pallaslab.inspect(case.fn, *case.args), "overview")
     assert "GPU race on o_ref" in html
 
 

@@ -25,6 +25,7 @@ from pallaslab._src.core.lowering.occupancy import occupancy
 from pallaslab._src.geometry.hints import HintInputs, kernel_hints
 from pallaslab._src.lowered import GpuResources
 from pallaslab._src.perfhints import Hint
+from pallaslab._src.views.static_page import static_tab
 from pallaslab._src.views.tabs import overview
 from tests import corpus
 from tests.test_cli import KERNELS
@@ -513,7 +514,7 @@ def test_the_kernels_tab_lists_hints_with_their_lines():
     assert overview.payload(masked)["kernels"][0]["hints"]["masks"] is False
     small = next(h for h in data["hints"] if h["id"] == "small-dot")
     assert small["location"]["line"] == line_of("plain-dot") and small["chip"] == "H100"
-    page = overview.static_html(inspection)
+    page = static_tab(inspection, "overview")
     assert "<h5>Hints</h5>" in page and f"line {line_of('plain-dot')}:" in page
     full = overview.respond(inspection, {"kind": "hints", "kernel": 0})
     assert full["masks"] is True and full["hints"]

@@ -9,11 +9,12 @@ import pytest
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src.views import bundle
+from pallaslab._src.views import highlight
 from pallaslab._src.views.inspector import Inspector
 from pallaslab._src.views.static_page import static_page
 from pallaslab._src.views.tabs import ir
-from tests import corpus
+from tests import corpus, frontend
+from tests.pages import text_of
 
 
 @pytest.fixture
@@ -119,7 +120,7 @@ def test_static_html_shows_what_was_lowered(inspection):
     page = static_page(inspection)
     assert "Nothing lowered yet" in page
     inspection.lower("triton")
-    page = static_page(inspection)
+    page = text_of(static_page(inspection))
     assert "tt.dot" in page and "Triton IR" in page
 
 
@@ -145,9 +146,14 @@ def test_inspector_can_open_on_a_tab(inspection):
 
 
 def test_front_end_contract():
-    code = bundle.esm()
-    assert 'new CustomEvent("pallaslab:open-text"' in code
-    assert "window.__pallaslabLab === true" in code
+    code = frontend.source()
+    # "Open in new tab": one event name for the widget and the lab extension.
+    assert "dispatchOpenText(" in code and "OPEN_TEXT_EVENT" in code
+    assert "export const OPEN_TEXT_EVENT = 'pallaslab:open-text';" in (
+        frontend.WIDGET.parent / "linemap.ts"
+    ).read_text(encoding="utf-8")
+    assert "__pallaslabLab === true" in code
     assert "ctx.request(" in code
     for language in ("mlir", "ptx", "sass", "llvm", "llo", "hlo"):
-        assert f'"{language}": [' in code
+        assert f"'{language}'" in frontend.source("tabs/ir.ts"), language
+        assert language in highlight.languages(), language

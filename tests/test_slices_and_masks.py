@@ -21,6 +21,7 @@ from jax.experimental.pallas import triton as pltriton
 
 import pallaslab
 from pallaslab._src.views.header import summary_text
+from pallaslab._src.views.static_page import static_tab
 from pallaslab._src.views.tabs import run as run_tab
 from tests import corpus
 from tests.test_whole_array_races import masked_add
@@ -269,7 +270,7 @@ def test_kernel_cells_show_out_of_bounds_slices_and_undefined_lanes(ip):
     assert found["where"]["line"] == cell_line("2.0 * x_ref[pl.ds(")
     assert found["where"]["label"].startswith("Cell")
     assert found["programs"] == [[1], [2], [3]] and found["programCount"] == 3
-    html = run_tab.static_html(inspection)
+    html = static_tab(inspection, "run")
     assert "Out of bounds — Cell" in html and f"line {found['where']['line']}:" in html
     assert "out of bounds: double" not in summary_text(inspection)
     assert "out of bounds: kernel: a load from x_ref" in summary_text(inspection)
@@ -281,7 +282,7 @@ def test_kernel_cells_show_out_of_bounds_slices_and_undefined_lanes(ip):
     (leak,) = run["leaks"]
     assert leak["title"] == "Undefined lanes" and leak["cause"] == "masked-load-without-other"
     assert leak["where"]["line"] == cell_line("o_ref[pid] = jnp.sum(pltriton.load(")
-    assert "Undefined lanes — Cell" in run_tab.static_html(ip.user_ns["_kernel"])
+    assert "Undefined lanes — Cell" in static_tab(ip.user_ns["_kernel"], "run")
 
 
 def test_exercises_do_not_pass_on_a_clamped_slice():

@@ -10,7 +10,7 @@ import pytest
 import pallaslab
 from pallaslab._src.views import texts
 from pallaslab._src.views.inspector import Inspector
-from pallaslab._src.views.static_page import static_page
+from pallaslab._src.views.static_page import static_page, static_tab
 from tests import corpus
 
 
@@ -104,7 +104,6 @@ def test_saved_notebooks_get_no_giant_tabs(inspection, monkeypatch):
 
 def test_static_jaxpr_is_clipped(inspection, monkeypatch):
     monkeypatch.setattr(texts, "INLINE_LINES", 3)
-    from pallaslab._src.views.tabs import jaxpr
 
-    body = jaxpr.static_html(inspection)
+    body = static_tab(inspection, "jaxpr")
     assert "more lines." in body

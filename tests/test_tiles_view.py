@@ -12,11 +12,12 @@ import pytest
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src.views import bundle, tilesdata
+from pallaslab._src.views import tilesdata
 from pallaslab._src.views.inspector import Inspector
-from pallaslab._src.views.static_page import static_page
+from pallaslab._src.views.static_page import static_page, static_tab
 from pallaslab._src.views.tabs import tiles as tiles_tab
-from tests import corpus
+from tests import corpus, frontend
+from tests.pages import pictures
 
 
 @pytest.fixture(scope="module")
@@ -164,8 +165,9 @@ def test_big_access_maps_are_pooled():
 
 
 def test_static_fallback_draws_svg_and_escapes_names(kacc):
-    html_text = tiles_tab.static_html(kacc)
-    assert html_text.count("<svg") == 3 and "<script" not in html_text
+    html_text = static_tab(kacc, "tiles")
+    assert len(pictures(html_text)) == 3 and "<script" not in html_text
+    assert all(p.startswith("<svg") for p in pictures(html_text))
     assert "x_ref (in) f32[256,512], block (128, 128): [0:128, 0:128]" in html_text
     assert "reads min / mean / max" in html_text
     page = static_page(kacc)
@@ -183,30 +185,30 @@ def test_static_fallback_draws_svg_and_escapes_names(kacc):
         out_specs=pl.BlockSpec((128,), lambda i: (i,)),
         name=evil,
     )
-    text = tiles_tab.static_html(pallaslab.inspect(fn, corpus.f32(256)))
-    assert "<img" not in text and "&lt;img" in text
+    text = static_tab(pallaslab.inspect(fn, corpus.f32(256)), "tiles")
+    assert "<img src=x" not in text and "&lt;img" in text
 
 
 def test_static_fallback_of_a_large_map_stays_small():
-    text = tiles_tab.static_html(big_add())
+    text = static_tab(big_add(), "tiles")
     assert len(text) < 64 * 1024
-    assert text.count("<rect") < 400
+    assert sum(p.count("<rect") for p in pictures(text)) < 400
 
 
 def test_the_front_end_has_stable_hooks_for_browser_tests():
-    code = bundle.esm()
-    assert re.search(r"TABS\.tiles = ", code)
+    code = frontend.source("tabs/tiles/index.ts", "tabs/tiles/operand.ts")
+    assert re.search(r"^  tiles: TILES,$", frontend.source("tabs/index.ts"), re.MULTILINE)
     for hook in (
-        'role: "scrub"',
-        'role: "play"',
-        'role: "accesses"',
-        'role: "chip"',
-        'role: "schedule"',
+        "role: 'scrub'",
+        "role: 'play'",
+        "role: 'accesses'",
+        "role: 'schedule'",
     ):
         assert hook in code, hook
+    assert "role: 'chip'" in frontend.source("tabs/tiles/figures.ts")
     for attribute in ("dataset.highlighted", "dataset.program", "dataset.block", "dataset.status"):
         assert attribute in code, attribute
-    assert "ctx.request(" in code
+    assert re.search(r"ctx\s*\.request\(", code)
 
 
 def test_kernels_without_blocks_say_so():
@@ -223,4 +225,4 @@ def test_kernels_without_blocks_say_so():
     (kernel,) = tilesdata.payload(inspection)["kernels"]
     assert all(o["access"] == "manual" for o in kernel["operands"])
     assert any("stays in HBM" in n for n in kernel["notices"])
-    assert "no blocks to draw" in tiles_tab.static_html(inspection)
+    assert "no blocks to draw" in static_tab(inspection, "tiles")

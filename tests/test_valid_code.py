@@ -29,6 +29,7 @@ from pallaslab._src.core.jax_adapter import chips as adapter_chips
 from pallaslab._src.core.lowering import tpu_compile
 from pallaslab._src.course import requirements
 from pallaslab._src.geometry.blocks import stray_blocks
+from pallaslab._src.views.static_page import static_tab
 from pallaslab._src.views.tabs import overview
 from pallaslab._src.views.tabs import run as run_tab
 from tests import corpus, records
@@ -409,7 +410,7 @@ def test_a_tpu_mesh_kernel_is_a_tpu_kernel():
     (shown,) = overview.payload(inspection)["kernels"]
     assert (shown["kind"], shown["backend"]) == ("pl.kernel", "mosaic_tpu")
     assert shown["kindText"] == "pl.kernel on a TPU mesh (Mosaic TPU)"
-    assert "pl.kernel on a TPU mesh (Mosaic TPU), grid (1)" in overview.static_html(inspection)
+    assert "pl.kernel on a TPU mesh (Mosaic TPU), grid (1)" in static_tab(inspection, "overview")
     from pallaslab._src.views.tabs import ir
 
     assert ir.default_target(kernel) == "mosaic-tpu:v5e"
@@ -592,7 +593,7 @@ def test_the_magic_runs_calls_on_shapes_with_seeded_inputs(ip):
     result, inspection = magic(ip, "add(x, y)", body.replace("y = jnp.ones(1024, jnp.float32)", ""))
     assert result.success, result.error_in_exec
     assert run_tab.payload(inspection)["result"]["inputs"] == "inputs: seeded random, from shapes"
-    assert "seeded random, from shapes" in run_tab.static_html(inspection)
+    assert "seeded random, from shapes" in static_tab(inspection, "run")
 
 
 # ---------------------------------------------------------------------------------

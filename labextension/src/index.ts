@@ -3,7 +3,7 @@
  * of the inspector widget (which needs none of this to render).
  *
  * - `pallaslab:plugin`: settings, and "Open in new tab" for the inspector's texts;
- * - `pallaslab:languages`: MLIR, LLVM IR, PTX, SASS and jaxpr for CodeMirror 6;
+ * - `pallaslab:languages`: MLIR, LLVM IR, PTX, SASS, TPU LLO, HLO and jaxpr for CodeMirror 6;
  * - `pallaslab:templates`: new notebooks and cells from kernel templates;
  * - `pallaslab:saved-output`: static inspectors in saved notebooks.
  */
@@ -125,7 +125,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
 const languages: JupyterFrontEndPlugin<void> = {
   id: 'pallaslab:languages',
   description:
-    'MLIR, LLVM IR, PTX, SASS and jaxpr highlighting for CodeMirror.',
+    'MLIR, LLVM IR, PTX, SASS, TPU LLO, HLO and jaxpr highlighting for CodeMirror.',
   autoStart: true,
   requires: [IEditorLanguageRegistry],
   activate: (app: JupyterFrontEnd, registry: IEditorLanguageRegistry) => {

@@ -1,7 +1,7 @@
 /**
  * The grammars as CodeMirror 6 languages, and their registration with
- * JupyterLab's editor language registry (for .mlir, .ll, .ptx and
- * .jaxpr files and for the text views).
+ * JupyterLab's editor language registry (for .mlir, .ll, .ptx, .llo, .hlo
+ * and .jaxpr files and for the text views).
  */
 
 import {
@@ -23,7 +23,7 @@ import {
   startState,
   TokenClass
 } from './grammar';
-import { GRAMMAR_SPECS, grammarFor } from './grammars';
+import { grammarFor, LANGUAGES } from './grammars';
 
 /** Highlight tags per token class (names as CodeMirror's StreamLanguage reads them). */
 export const TOKEN_TAGS: { [cls in TokenClass]: string } = {
@@ -132,44 +132,43 @@ export function languageSupport(language: string): LanguageSupport | null {
   return support;
 }
 
-/** How each language is presented to JupyterLab. */
+/** How each language is presented to JupyterLab (those its editor highlights). */
 export const LANGUAGE_INFO: {
-  [name: string]: { displayName: string; mime: string; extensions: string[] };
-} = {
-  mlir: {
-    displayName: 'MLIR',
-    mime: 'text/x-mlir',
-    extensions: ['mlir', 'ttir', 'ttgir']
-  },
-  llvm: {
-    displayName: 'LLVM IR',
-    mime: 'text/x-llvm',
-    extensions: ['ll', 'llir']
-  },
-  ptx: { displayName: 'PTX', mime: 'text/x-ptx', extensions: ['ptx'] },
-  // No file extension: .sass files are Sass stylesheets far more often.
-  sass: {
-    displayName: 'NVIDIA SASS',
-    mime: 'text/x-nvidia-sass',
-    extensions: []
-  },
-  jaxpr: { displayName: 'jaxpr', mime: 'text/x-jaxpr', extensions: ['jaxpr'] }
-};
+  [name: string]: {
+    displayName: string;
+    mime: string;
+    extensions: string[];
+    aliases: string[];
+  };
+} = Object.fromEntries(
+  Object.entries(LANGUAGES)
+    .filter(([, language]) => language.editor !== false)
+    .map(([name, language]) => [
+      name,
+      {
+        displayName: language.displayName,
+        mime: language.mime,
+        extensions: language.extensions,
+        aliases: language.aliases ?? [name]
+      }
+    ])
+);
 
 /** The mime type the editor uses for a language name or alias. */
 export function mimeFor(language: string): string {
   const grammar = grammarFor(language);
-  return grammar ? LANGUAGE_INFO[grammar.name].mime : 'text/plain';
+  return grammar
+    ? (LANGUAGES[grammar.name]?.mime ?? 'text/plain')
+    : 'text/plain';
 }
 
 /** Registers every language with JupyterLab's editor language registry. */
 export function registerLanguages(registry: IEditorLanguageRegistry): void {
-  for (const name of Object.keys(GRAMMAR_SPECS)) {
-    const info = LANGUAGE_INFO[name];
+  for (const [name, info] of Object.entries(LANGUAGE_INFO)) {
     registry.addLanguage({
       name: info.displayName,
       displayName: info.displayName,
-      alias: name === 'sass' ? ['nvidia-sass'] : [name],
+      alias: info.aliases,
       mime: info.mime,
       extensions: info.extensions,
       load: async () => languageSupport(name) as LanguageSupport

@@ -4,30 +4,34 @@
  * text in its own tab. Pure logic: no DOM, no JupyterLab.
  */
 
-/** [text line, source index, source line], all lines 1-based. */
-export type SourceMapEntry = [number, number, number];
+import type {
+  IOpenTextRequest,
+  IOpenTextSource,
+  SourceMapEntry
+} from './contracts';
 
-/** A window of one source file, as the inspector ships it. */
-export interface ISourceWindow {
-  /** "Cell [3]", "softmax.py". */
-  label: string;
-  /** Line number of `lines[0]`. */
-  first: number;
-  lines: string[];
-}
+export type { IOpenTextRequest, SourceMapEntry };
+
+/** A window of one source file, as an open-text request carries it. */
+export type ISourceWindow = IOpenTextSource;
 
 /** The languages an open-text request may name. */
-export const TEXT_LANGUAGES = ['mlir', 'ptx', 'sass', 'llvm', 'jaxpr'] as const;
+export const TEXT_LANGUAGES = [
+  'mlir',
+  'ptx',
+  'sass',
+  'llvm',
+  'llo',
+  'hlo',
+  'jaxpr'
+] as const;
 export type TextLanguage = (typeof TEXT_LANGUAGES)[number];
 
-/** What the inspector's "Open in new tab" asks for (the `pallaslab:open-text` event). */
-export interface IOpenTextRequest {
-  title: string;
-  language: TextLanguage | string;
-  text: string;
-  sourceMap: SourceMapEntry[];
-  sources: ISourceWindow[];
-}
+/**
+ * The event the inspector dispatches (bubbling, composed) for "Open in new tab";
+ * its detail is an `IOpenTextRequest` (the contracts' `OpenTextRequest`).
+ */
+export const OPEN_TEXT_EVENT = 'pallaslab:open-text';
 
 /** The number of link colours the views cycle through. */
 export const LINK_COLOURS = 8;

@@ -10,11 +10,10 @@ import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { NotebookLink } from './celllink';
 import { pallaslabIcon } from './icons';
-import { IOpenTextRequest } from './linemap';
+import { IOpenTextRequest, OPEN_TEXT_EVENT } from './linemap';
 import { TextView } from './textview';
 
-/** The event the inspector dispatches. */
-export const OPEN_TEXT_EVENT = 'pallaslab:open-text';
+export { OPEN_TEXT_EVENT };
 
 /** Opens texts in main-area tabs and keeps track of them. */
 export class TextViews {

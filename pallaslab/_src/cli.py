@@ -187,28 +187,12 @@ def _with_map(text: str, source_map: Sequence[tuple[int, str, int]]) -> str:
 
 
 def _resources_text(resources: Any) -> str:
-    from pallaslab._src.views.tabs.ir import resources as resources_json  # noqa: PLC0415
+    from pallaslab._src.views.resources import resource_facts  # noqa: PLC0415
 
-    data = resources_json(resources)
-    if data is None:
+    facts = resource_facts(resources)
+    if facts is None:
         return "no resource figures for this target"
-    lines = [f"{name}: {value}" for name, value in data["facts"]]
-    for row in data.get("occupancy", []):
-        same = "" if row["sameArch"] else f" (compiled for another arch than {row['arch']})"
-        lines.append(
-            f"occupancy on {row['gpu']}: {row['percent']}%, {row['blocks']} blocks/SM, "
-            f"limited by {row['limiter']}{same}"
-        )
-    lines.extend(
-        f"VMEM {b['operand']} {b['block']} {b['dtype']} x{b['buffers']}: {b['padded']}"
-        for b in data.get("blocks", [])
-    )
-    lines.extend(f"tiling: {p['message']} {p['hint']}" for p in data.get("tiling", []))
-    lines.extend(
-        f"{u['unit']}: {u['mean']} of {u['slots']} slots per bundle"
-        for u in data.get("utilization", [])
-    )
-    return "\n".join(lines)
+    return "\n".join(facts.lines())
 
 
 def _check_target(name: str | None) -> None:

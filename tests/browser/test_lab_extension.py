@@ -40,6 +40,16 @@ $L__BB0_2:
 \tret;
 }
 """
+HLO = """HloModule jit_add, entry_computation_layout={(f32[1024]{0})->f32[1024]{0}}
+
+ENTRY %main.4 (Arg_0.1: f32[1024]) -> f32[1024] {
+  %Arg_0.1 = f32[1024]{0} parameter(0)
+  ROOT %add.3 = f32[1024]{0} add(f32[1024]{0} %Arg_0.1, f32[1024]{0} %Arg_0.1)
+}
+"""
+LLO = """$region12: #{add_kernel} parent=0
+  27 LB: > %v40 = vadd.f32 %v38, %v39 /* line 12 */
+"""
 
 
 def open_launcher(page, jupyter):
@@ -129,6 +139,9 @@ def test_settings_editor_writes_what_python_reads(jupyter, new_page):
     [
         ("add.mlir", TTIR, {"tt": "tok-namespace", "@add_kernel": "tok-variableName"}),
         ("add.ptx", PTX, {"mov": "tok-keyword", "%ctaid.x": "tok-variableName2"}),
+        # TPU LLO and HLO: the grammar file's languages, registered by the extension too.
+        ("add.hlo", HLO, {"ROOT": "tok-keyword", "%add.3": "tok-variableName"}),
+        ("add.llo", LLO, {"vadd.f32": "tok-keyword", "%v40": "tok-variableName"}),
     ],
 )
 def test_ir_files_open_highlighted(jupyter, new_page, name, text, classes):

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from pallaslab._src.views import benchplot, heatmap
-from pallaslab._src.views.bundle import STATIC
+from pallaslab._src.views import benchplot, bundle, heatmap
 
 if TYPE_CHECKING:
     from pallaslab._src.bench.check import CheckResult
@@ -28,17 +27,14 @@ if TYPE_CHECKING:
     from pallaslab._src.bench.tune import TuneResult
 
 
-@functools.cache
 def _bench_esm() -> str:
-    parts = [(STATIC / name).read_text(encoding="utf-8") for name in ("dom.js", "benchview.js")]
-    return "// pallaslab live benchmark view\n" + "\n".join(parts)
+    """The benchmark view's ES module (`labextension/src/widget/bench.ts`, built)."""
+    return bundle.module("bench")
 
 
 @functools.cache
 def _bench_css() -> str:
-    return (STATIC / "inspector.css").read_text(encoding="utf-8") + (
-        STATIC / "benchview.css"
-    ).read_text(encoding="utf-8")
+    return bundle.stylesheet("inspector") + bundle.stylesheet("bench")
 
 
 class BenchView(anywidget.AnyWidget):
@@ -47,7 +43,8 @@ class BenchView(anywidget.AnyWidget):
     Traits (synced): `plan` (what is measured, where, against which roof), `rows`
     (one dict per measurement, in order), `progress` (done, total, state, message,
     elapsed and remaining seconds), `metric` ("time", "tflops", "gbps", "roofline"
-    or "table"; the user switches it in the view).
+    or "table"; the user switches it in the view). Typed in `views/contracts.py`
+    (`BenchPlan`, `BenchRow`, `BenchProgress`, `BenchMetric`).
     """
 
     _esm = _bench_esm()
@@ -307,16 +304,13 @@ def check_html(result: CheckResult) -> str:
     for point in result.failing[:1]:
         if point.comparison is None:
             continue
-        for tile in point.comparison.tiles:
-            if not (tile.bad_tiles or tile.nan_count or tile.inf_count):
-                continue
-            data = heatmap.payload(tile)
+        for data in heatmap.differing(point.comparison.tiles):
             parts.append(
                 f"<p>{html.escape(point.label)}: {html.escape(heatmap.describe(data))}</p>"
             )
             parts.append(heatmap.static_svg(data))
-            if tile.note:
-                parts.append(f"<p style='color:#59636e'>{html.escape(tile.note)}</p>")
+            if data["note"]:
+                parts.append(f"<p style='color:#59636e'>{html.escape(data['note'])}</p>")
     parts.append("</div>")
     return "".join(parts)
 

@@ -1,42 +1,64 @@
-"""Assembles the widget's ES module from the plain JS files in `static/`.
+"""The widgets' front end: ES modules and stylesheets built from TypeScript.
 
-The widget ships without a JavaScript build step: the files below are concatenated
-in order (helpers first, `inspector.js` with its `export default` last), with the
-syntax grammars injected as a constant. Each tab adds its renderer to `TABS`.
+The inspector and the benchmark view are written in TypeScript under
+`labextension/src/widget/` (linted, type-checked and unit-tested with the lab
+extension) and built by `jlpm build:prod` (so by `scripts/test`, `scripts/lab` and
+the wheel's build) into `frontend/` here, a build artifact that wheels ship. Without
+a build, the widget area says how to make one; the static HTML needs none.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
-from pallaslab._src.views.highlight import grammar_source
+FRONTEND = Path(__file__).parent / "frontend"
 
-STATIC = Path(__file__).parent / "static"
-# Shared helpers first; then every tab renderer in static/tabs/; the entry point last.
-HELPERS = ("dom.js", "highlight.js", "code.js")
-ENTRY = "inspector.js"
+#: How to build the front end, from a checkout.
+BUILD_HINT = "cd labextension && jlpm install && jlpm build:prod (or run ./scripts/test)"
 
 
-def module_files() -> list[str]:
-    """The JS files of the widget module, in the order they are concatenated."""
-    tabs = sorted(f"tabs/{p.name}" for p in (STATIC / "tabs").glob("*.js"))
-    return [*HELPERS, *tabs, ENTRY]
+def _missing_module(name: str) -> str:
+    """A module that says, in the widget area, that the front end is not built."""
+    message = (
+        f"pallaslab's widget front end is not built ({FRONTEND.name}/{name}.js is "
+        f"missing): {BUILD_HINT}. The saved view below the cell still shows everything."
+    )
+    return (
+        "export default { render({ el }) { const p = document.createElement('p');"
+        " p.className = 'pl-problem'; p.style.cssText = 'border-left:4px solid #cf222e;"
+        "padding:4px 8px'; p.textContent = "
+        f"{json.dumps(message)}; el.appendChild(p); }} }};\n"
+    )
 
 
 @functools.cache
+def module(name: str) -> str:
+    """The built ES module `name` ("inspector", "bench"), or one saying it is missing."""
+    path = FRONTEND / f"{name}.js"
+    if not path.is_file():
+        return _missing_module(name)
+    return path.read_text(encoding="utf-8")
+
+
+@functools.cache
+def stylesheet(name: str) -> str:
+    """The built stylesheet `name` ("" when the front end is not built)."""
+    path = FRONTEND / f"{name}.css"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def built() -> bool:
+    """Whether the front end is built."""
+    return all((FRONTEND / f"{n}.js").is_file() for n in ("inspector", "bench"))
+
+
 def esm() -> str:
-    """The widget's JavaScript module."""
-    parts = [
-        "// pallaslab inspector (generated from pallaslab/_src/views/static/*.js)",
-        f"const LANGUAGES = {grammar_source().strip()};",
-        "const TABS = {};",
-    ]
-    parts += [(STATIC / name).read_text(encoding="utf-8") for name in module_files()]
-    return "\n".join(parts)
+    """The inspector's ES module."""
+    return module("inspector")
 
 
-@functools.cache
 def css() -> str:
-    """The widget's stylesheet."""
-    return (STATIC / "inspector.css").read_text(encoding="utf-8")
+    """The inspector's stylesheet."""
+    return stylesheet("inspector")

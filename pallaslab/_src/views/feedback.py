@@ -63,15 +63,11 @@ def _heatmaps(feedback: Feedback) -> list[str]:
     for point in check.failing:
         if point.comparison is None or point.comparison.problem:
             continue
-        shown = []
-        for tile in point.comparison.tiles:
-            if not (tile.bad_tiles or tile.nan_count or tile.inf_count):
-                continue
-            data = heatmap.payload(tile)
-            shown.append(
-                f"<p style='margin:6px 0 2px;color:{_DIM}'>{html.escape(point.label)}: "
-                f"{html.escape(heatmap.describe(data))}</p>{heatmap.static_svg(data)}"
-            )
+        shown = [
+            f"<p style='margin:6px 0 2px;color:{_DIM}'>{html.escape(point.label)}: "
+            f"{html.escape(heatmap.describe(data))}</p>{heatmap.static_svg(data)}"
+            for data in heatmap.differing(point.comparison.tiles)
+        ]
         if shown:
             return shown
     return []

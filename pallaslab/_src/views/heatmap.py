@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from pallaslab._src.records import TileMismatch
+from pallaslab._src.views.contracts import HeatmapModel
 
 MAX_CELLS = 64 * 64
 
 
-def payload(tile: TileMismatch) -> dict[str, Any]:
-    """The widget's data for one output's heatmap (plain JSON)."""
+def payload(tile: TileMismatch) -> HeatmapModel:
+    """The view model of one output's heatmap (plain JSON)."""
     counts, nonfinite, row_label, col_label = _as_2d(tile.counts, tile.nonfinite)
     rows, cols = counts.shape
     pool_r = max(1, math.ceil(rows / math.isqrt(MAX_CELLS)))
@@ -28,7 +29,7 @@ def payload(tile: TileMismatch) -> dict[str, Any]:
     if pool_r > 1 or pool_c > 1:
         counts, nonfinite = _pool(counts, pool_r, pool_c), _pool(nonfinite, pool_r, pool_c)
     per_tile = int(np.prod(tile.tile_shape)) * pool_r * pool_c
-    return {
+    data: HeatmapModel = {
         "output": tile.output,
         "kernel": tile.kernel,
         "operand": tile.operand,
@@ -51,7 +52,15 @@ def payload(tile: TileMismatch) -> dict[str, Any]:
         "inf": tile.inf_count,
         "referenceNonfinite": tile.reference_nonfinite,
         "note": tile.note,
+        "description": "",
     }
+    data["description"] = describe(data)
+    return data
+
+
+def differing(tiles: Sequence[TileMismatch]) -> list[HeatmapModel]:
+    """The heatmaps of the outputs whose blocks differ or hold NaN/Inf."""
+    return [payload(t) for t in tiles if t.bad_tiles or t.nan_count or t.inf_count]
 
 
 def _as_2d(counts: np.ndarray, nonfinite: np.ndarray) -> tuple[np.ndarray, np.ndarray, str, str]:
@@ -81,7 +90,7 @@ def _pool(values: np.ndarray, pr: int, pc: int) -> np.ndarray:
     return pooled
 
 
-def describe(data: dict[str, Any]) -> str:
+def describe(data: HeatmapModel) -> str:
     """One sentence: how many blocks differ, where, and any NaN/Inf."""
     total = int(np.prod(data["tiles"])) if data["tiles"] else 1
     text = f"{data['badTileCount']} of {total} blocks of output {data['output']} differ"
@@ -100,7 +109,7 @@ def _shape(dims: list[int]) -> str:
     return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
 
 
-def static_svg(data: dict[str, Any], cell: int = 0) -> str:
+def static_svg(data: HeatmapModel, cell: int = 0) -> str:
     """The heatmap as inline SVG (every text escaped): red for mismatches, purple for NaN/Inf."""
     counts = data["counts"]
     nonfinite = data["nonfinite"]
@@ -137,7 +146,7 @@ def _colour(count: int, nonfinite: int, per_tile: int) -> str:
     return f"rgb(230,{light},{light})"
 
 
-def _cell_title(data: dict[str, Any], r: int, c: int, count: int, nonfinite: int) -> str:
+def _cell_title(data: HeatmapModel, r: int, c: int, count: int, nonfinite: int) -> str:
     pool_r, pool_c = data["pool"]
     where = (
         f"block ({r}, {c})"

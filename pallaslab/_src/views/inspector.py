@@ -12,16 +12,18 @@ the same way.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import anywidget
 import traitlets
 
 from pallaslab._src import messages
 from pallaslab._src.views import bundle, texts
+from pallaslab._src.views.contracts import OpenTextRequest, TabInfo, TabReplyMessage
 from pallaslab._src.views.header import Problem, header, summary_text
 from pallaslab._src.views.static_page import static_page
-from pallaslab._src.views.tabs import Tab, all_tabs
+from pallaslab._src.views.tabs import Payload, Tab, all_tabs
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -45,11 +47,13 @@ def pane_trait(tab_id: str) -> str:
 
 
 class Inspector(anywidget.AnyWidget):
-    """Tabs over one inspection: Kernels, Source, Jaxpr, Run (and more as they land).
+    """Tabs over one inspection: Kernels, Source, Jaxpr, Tiles, IR, Run.
 
-    The front end shows the pane of `selected` (the trait `pane_<id>`); a pane not
-    built yet (null) is built in Python when its tab is selected, so costly tabs cost
-    nothing until asked for.
+    The front end shows the pane of `selected` (the trait `pane_<id>`: the tab's view
+    model, `views/contracts.py`); a pane not built yet (null) is built in Python when
+    its tab is selected, so costly tabs cost nothing until asked for. The traits and
+    messages are typed in `views/contracts.py` (`Header`, `TabInfo`, `ProblemModel`,
+    the panes, `TabRequestMessage`, `TabReplyMessage`).
     """
 
     _esm = bundle.esm()
@@ -69,7 +73,7 @@ class Inspector(anywidget.AnyWidget):
     ):
         self._inspection = inspection
         self._problem = problem
-        self._texts: dict[tuple[str, str], dict[str, Any]] = {}
+        self._texts: dict[tuple[str, str], OpenTextRequest] = {}
         self._tab_list: list[Tab] = all_tabs()
         # Built panes' sizes, least recently shown first.
         self._sizes: dict[str, int] = {}
@@ -86,7 +90,7 @@ class Inspector(anywidget.AnyWidget):
         self._fit_state(keep=pane_trait(first))
         super().__init__(
             header=header(inspection),
-            tabs=[{"id": t.id, "title": t.title} for t in self._tab_list],
+            tabs=[cast(TabInfo, {"id": t.id, "title": t.title}) for t in self._tab_list],
             selected=first,
             problem=problem.to_json() if problem else None,
             **{name: pane for name, pane in eager.items() if name[5:] in self._sizes},
@@ -101,7 +105,7 @@ class Inspector(anywidget.AnyWidget):
         return self._inspection
 
     @property
-    def panes(self) -> dict[str, dict[str, Any]]:
+    def panes(self) -> dict[str, Payload]:
         """The panes built so far (and not dropped to keep the state small), by tab id."""
         found = {}
         for tab in self._tab_list:
@@ -110,10 +114,11 @@ class Inspector(anywidget.AnyWidget):
                 found[tab.id] = pane
         return found
 
-    def _build(self, tab: Tab) -> dict[str, Any]:
+    def _build(self, tab: Tab) -> Payload:
         """The tab's pane, or an error pane in its place; never over `MAX_PANE_BYTES`."""
+        pane: Payload
         try:
-            pane = tab.payload(self._inspection)
+            pane = tab.model(self._inspection)
             size = json_size(pane)
         except Exception as error:
             pane = {"error": f"{tab.title} could not be built: {messages.describe(error)}"}
@@ -161,9 +166,10 @@ class Inspector(anywidget.AnyWidget):
                 "type": "failed",
                 "message": "the reply is too large to send",
             }
-        self.send({"tab": content["tab"], "id": content.get("id"), "reply": reply})
+        message = {"tab": content["tab"], "id": content.get("id"), "reply": reply}
+        self.send(cast(TabReplyMessage, message))
 
-    def request(self, content: dict[str, Any]) -> dict[str, Any]:
+    def request(self, content: Mapping[str, Any]) -> Payload:
         """Answers one request from a tab's front end (also callable from Python).
 
         `{"tab", "body"}`: a body with a `textKey` asks for a piece of one of the
@@ -184,11 +190,13 @@ class Inspector(anywidget.AnyWidget):
         except Exception as error:
             return {"error": messages.describe(error)}
 
-    def _whole_text(self, tab: Tab, key: str) -> dict[str, Any]:
+    def _whole_text(self, tab: Tab, key: str) -> OpenTextRequest:
         # The header and each piece are separate requests for the same text.
         cached = self._texts.get((tab.id, key))
         if cached is None:
-            cached = self._texts[(tab.id, key)] = tab.text(self._inspection, key)  # type: ignore[misc]
+            assert tab.text is not None
+            found = cast(OpenTextRequest, tab.text(self._inspection, key))
+            cached = self._texts[(tab.id, key)] = found
             while len(self._texts) > 4:
                 self._texts.pop(next(iter(self._texts)))
         return cached

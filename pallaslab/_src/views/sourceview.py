@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pallaslab._src import sources
-from pallaslab._src.views import texts
+from pallaslab._src.views import texts, where
+from pallaslab._src.views.contracts import SourceWindow
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -24,12 +25,15 @@ _MAX_LINE = 1000
 _MIN_LINE = 80
 
 
+MarkKind = Literal["kernel", "call", "blockspec"]
+
+
 @dataclasses.dataclass(frozen=True)
 class Mark:
     """A note on one source line ("kernel add_kernel", "BlockSpec of x_ref")."""
 
     line: int
-    kind: str
+    kind: MarkKind
     text: str
 
 
@@ -51,14 +55,14 @@ class SourceFile:
     lines: tuple[str, ...]
     marks: tuple[Mark, ...]
 
-    def to_json(self) -> dict[str, object]:
-        """The payload form the widget reads."""
+    def to_json(self) -> SourceWindow:
+        """The view models' form."""
         return {
             "file": self.file,
             "label": self.label,
             "first": self.first,
             "lines": list(self.lines),
-            "marks": [dataclasses.asdict(m) for m in self.marks],
+            "marks": [{"line": m.line, "kind": m.kind, "text": m.text} for m in self.marks],
         }
 
 
@@ -78,7 +82,7 @@ def source_files(inspection: Inspection) -> list[SourceFile]:
 _MARK_WORDS = {"kernel": "kernel {}", "call": "runs {}", "blockspec": "BlockSpec of {}"}
 
 
-def _merged_marks(found: dict[int, dict[str, list[str]]]) -> list[Mark]:
+def _merged_marks(found: dict[int, dict[MarkKind, list[str]]]) -> list[Mark]:
     """One mark per line, naming everything on it.
 
     A BlockSpec shared by several operands (`in_specs=[spec, spec]`, `[spec] * 2`)
@@ -99,10 +103,13 @@ def _and(names: list[str]) -> str:
 
 
 def _source_files(inspection: Inspection) -> list[SourceFile]:
-    found: dict[str, dict[int, dict[str, list[str]]]] = {}
+    found: dict[str, dict[int, dict[MarkKind, list[str]]]] = {}
     mapped: dict[str, set[int]] = {}
+    # Library files only where a kernel's body is (JAX's own ops): never a default
+    # index map's or a wrapper's line inside JAX as if it were the user's.
+    allowed = where.kernel_files(inspection.kernels)
 
-    def note(file: str, line: int, kind: str, subject: str) -> None:
+    def note(file: str, line: int, kind: MarkKind, subject: str) -> None:
         found.setdefault(file, {}).setdefault(line, {}).setdefault(kind, []).append(subject)
 
     for kernel in inspection.kernels:
@@ -120,7 +127,7 @@ def _source_files(inspection: Inspection) -> list[SourceFile]:
         mapped.setdefault(file, set()).add(line)
     marks = {file: _merged_marks(lines) for file, lines in found.items()}
 
-    files = list(dict.fromkeys([*marks, *mapped]))
+    files = [f for f in dict.fromkeys([*marks, *mapped]) if where.shown_file(f, allowed)]
     shown = []
     for file in files:
         window = _window(file, [m.line for m in marks.get(file, [])] + sorted(mapped.get(file, ())))

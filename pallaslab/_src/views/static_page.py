@@ -1,61 +1,119 @@
-"""The inspector as self-contained static HTML, for saved and exported notebooks."""
+"""The inspector as self-contained static HTML, for saved and exported notebooks.
+
+A fresh clone's notebooks are untrusted, so this is what a new user sees first: the
+header and problem banner as the widget shows them, then every tab as a folded
+section (the Kernels tab open) with a one-line summary, each rendered from its view
+model by `views/statichtml/`. Styles are inline, so sanitizing front ends keep them.
+"""
 
 from __future__ import annotations
 
-import html
 from typing import TYPE_CHECKING
 
 from pallaslab._src import messages
 from pallaslab._src.views.header import Problem, header
-from pallaslab._src.views.tabs import all_tabs
+from pallaslab._src.views.statichtml.nodes import Markup, Node, h, to_html
+from pallaslab._src.views.statichtml.panes import RENDERERS
+from pallaslab._src.views.tabs import Tab, all_tabs
 from pallaslab._src.views.texts import STATIC_PAGE_CHARS, clip_html
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
 
-# Readable without this style too (front ends may strip <style>): the structure is
-# headings, tables and <pre>.
-_STYLE = """
-.pallaslab-static{font-family:system-ui,sans-serif;font-size:13px;border:1px solid #d1d9e0;
-border-radius:4px;padding:6px 10px}
-.pallaslab-static pre{background:#f6f8fa;padding:6px;overflow:auto;font-size:12px}
-.pallaslab-static table{border-collapse:collapse}
-.pallaslab-static td,.pallaslab-static th{border:1px solid #d1d9e0;padding:2px 6px;text-align:left}
-.pallaslab-static .pl-problem{border-left:4px solid #cf222e;padding:4px 8px;white-space:pre-wrap}
-.pallaslab-static .pl-ln{color:#6e7781}.pallaslab-static .pl-mark{color:#1976d2}
-.pallaslab-static .pl-notice{color:#59636e;font-style:italic}
-.pallaslab-static .pl-tok-keyword{color:#cf222e}
-.pallaslab-static .pl-tok-primitive,.pallaslab-static .pl-tok-function{color:#8250df}
-.pallaslab-static .pl-tok-type{color:#0550ae}.pallaslab-static .pl-tok-comment{color:#6e7781}
-.pallaslab-static .pl-tok-variable{color:#116329}
-"""
+#: The tab whose section is open in a saved notebook.
+OPEN_TAB = "overview"
+
+
+def _header(inspection: Inspection, problem: Problem | None) -> list[Node]:
+    head = header(inspection)
+    kernels = len(head["kernels"])
+    badges = [
+        h(
+            "span",
+            "pl-badge",
+            head["backend"] + (f" \u00b7 {head['mode']}" if head["mode"] else ""),
+        ),
+        h("span", "pl-badge", f"{kernels} kernel{'' if kernels == 1 else 's'}"),
+    ]
+    if head["check"] is not None:
+        badges.append(
+            h("span", "pl-pass", "\u2713 matches reference")
+            if head["check"]
+            else h("span", "pl-fail", "\u2717 DIFFERS from reference")
+        )
+    parts = [
+        h(
+            "div",
+            "pl-header",
+            h("span", "pl-brand", "pallaslab"),
+            h("span", "pl-title", head["name"]),
+            badges,
+        )
+    ]
+    if problem is not None:
+        parts.append(
+            h(
+                "div",
+                "pl-problem",
+                h("b", "", f"{problem.where}: ") if problem.where else None,
+                problem.summary,
+                f"\n{problem.hint}" if problem.hint else None,
+            )
+        )
+    return parts
+
+
+def tab_html(tab: Tab, inspection: Inspection) -> tuple[str, str]:
+    """One tab's body as HTML and its one-line summary ("" when it has none).
+
+    Raises:
+        KeyError: For a tab with no static renderer.
+    """
+    render, summarize = RENDERERS[tab.id]
+    model = (tab.static_model or tab.model)(inspection)
+    return "".join(to_html(part) for part in render(model)), summarize(model)
+
+
+def static_tab(inspection: Inspection, tab_id: str) -> str:
+    """One tab's static HTML (as it stands inside its section of the page).
+
+    Raises:
+        StopIteration: For a tab id the inspector has not.
+    """
+    return tab_html(next(t for t in all_tabs() if t.id == tab_id), inspection)[0]
 
 
 def static_page(inspection: Inspection, problem: Problem | None = None) -> str:
-    """Every tab of the inspector as one escaped HTML fragment."""
-    head = header(inspection)
-    badges = [head["backend"] + (f" · {head['mode']}" if head["mode"] else "")]
-    if head["check"] is not None:
-        badges.append("matches reference" if head["check"] else "DIFFERS from reference")
-    parts = [
-        f"<style>{_STYLE}</style>",
-        f"<div><b>pallaslab</b> <code>{html.escape(head['name'])}</code> — "
-        f"{html.escape(' · '.join(badges))}</div>",
-    ]
-    if problem is not None:
-        where = f"<b>{html.escape(problem.where)}:</b> " if problem.where else ""
-        hint = f"\n{html.escape(problem.hint)}" if problem.hint else ""
-        parts.append(f"<div class='pl-problem'>{where}{html.escape(problem.summary)}{hint}</div>")
-    used = sum(len(p) for p in parts)
+    """Every tab of the inspector as one escaped, styled HTML fragment."""
+    head = "".join(to_html(part) for part in _header(inspection, problem))
+    sections: list[Node] = []
+    used = len(head)
     for tab in all_tabs():
+        if tab.id not in RENDERERS:
+            continue
         try:
-            body = clip_html(tab.static_html(inspection), tab.title)
+            body, note = tab_html(tab, inspection)
         except Exception as error:
-            body = f"<p>Could not render this tab: {html.escape(messages.describe(error))}</p>"
+            body = to_html(
+                h("p", "pl-problem", f"Could not render this tab: {messages.describe(error)}")
+            )
+            note = "could not be rendered"
         # The page travels in one display message: all tabs together stay bounded.
+        body = clip_html(body, tab.title)
         body = clip_html(body, tab.title, limit=max(0, STATIC_PAGE_CHARS - used))
         used += len(body)
-        parts.append(
-            f"<details open><summary><b>{html.escape(tab.title)}</b></summary>{body}</details>"
+        summary = h(
+            "summary",
+            "pl-summary",
+            h("b", "", tab.title),
+            h("span", "pl-summary-note", note) if note else None,
         )
-    return "<div class='pallaslab-static'>" + "".join(parts) + "</div>"
+        opened = {"open": "open"} if tab.id == OPEN_TAB else {}
+        sections.append(h("details", "", summary, h("div", "pl-body", Markup(body)), **opened))
+    footer = h(
+        "div",
+        "pl-footer",
+        "Saved view of a pallaslab inspector: run the cell for the live one "
+        "(linked source lines, tile maps to scrub, IR for any target).",
+    )
+    return to_html(h("div", "pallaslab-static", Markup(head), sections, footer))

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
+
+from pallaslab._src.views.contracts import OpenTextRequest, TextChunkReply, TextHeaderReply
 
 #: Lines a view draws inline; longer texts open whole in their own tab.
 INLINE_LINES = 3000
@@ -93,28 +94,24 @@ def chunks(text: str, size: int | None = None) -> list[str]:
     return [text[start : start + size] for start in range(0, len(text), size)] or [""]
 
 
-def header_reply(detail: dict[str, Any]) -> dict[str, Any]:
-    """What a whole text is, and in how many pieces it comes (`chunk == -1`).
-
-    Args:
-        detail: `{"title", "language", "text", "sourceMap", "sources"}`.
-    """
+def header_reply(detail: OpenTextRequest) -> TextHeaderReply:
+    """What a whole text is, and in how many pieces it comes (`chunk == -1`)."""
     return {
-        "title": detail.get("title", ""),
-        "language": detail.get("language", ""),
-        "sourceMap": detail.get("sourceMap", []),
-        "sources": detail.get("sources", []),
-        "chunks": len(chunks(str(detail["text"]))),
+        "title": detail["title"],
+        "language": detail["language"],
+        "sourceMap": detail["sourceMap"],
+        "sources": detail["sources"],
+        "chunks": len(chunks(detail["text"])),
     }
 
 
-def chunk_reply(detail: dict[str, Any], index: int) -> dict[str, Any]:
+def chunk_reply(detail: OpenTextRequest, index: int) -> TextChunkReply:
     """Piece `index` of a whole text.
 
     Raises:
         IndexError: If the text has no such piece.
     """
-    pieces = chunks(str(detail["text"]))
+    pieces = chunks(detail["text"])
     if not 0 <= index < len(pieces):
         raise IndexError(f"the text has {len(pieces)} piece(s), not {index + 1}")
     return {"index": index, "text": pieces[index]}

@@ -26,8 +26,23 @@ from pallaslab._src import messages
 from pallaslab._src.geometry import merit
 from pallaslab._src.geometry.accesses import AccessMap, BlockAccesses
 from pallaslab._src.geometry.tilemap import SCHEDULES, Coverage, OperandTiles, TileMap, shown_dims
-from pallaslab._src.records import short_dtype
+from pallaslab._src.records import Kernel, short_dtype
 from pallaslab._src.views import fmt
+from pallaslab._src.views.contracts import (
+    AccessesReply,
+    AccessMapModel,
+    AccessRow,
+    ChipFit,
+    EncodedArray,
+    Merit,
+    TilesKernel,
+    TilesKernelError,
+    TilesOperand,
+    TilesPane,
+)
+from pallaslab._src.views.contracts import (
+    Coverage as CoverageModel,
+)
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -56,7 +71,7 @@ _DTYPES: tuple[tuple[str, Any], ...] = (
 )
 
 
-def encode(values: Any) -> dict[str, Any]:
+def encode(values: Any) -> EncodedArray:
     """An integer array as {dtype, shape, data}: little-endian base64, narrowest type."""
     array = np.asarray(values)
     low = int(array.min()) if array.size else 0
@@ -67,15 +82,16 @@ def encode(values: Any) -> dict[str, Any]:
         if info.min <= low and high <= info.max:
             name, kind = candidate, candidate_kind
             break
+    dtype: Any = name
     data = np.ascontiguousarray(array, dtype=np.dtype(kind).newbyteorder("<"))
     return {
-        "dtype": name,
+        "dtype": dtype,
         "shape": [int(n) for n in array.shape],
         "data": base64.b64encode(data.tobytes()).decode("ascii"),
     }
 
 
-def decode(encoded: dict[str, Any]) -> np.ndarray:
+def decode(encoded: EncodedArray) -> np.ndarray:
     """The inverse of `encode` (for tests and tools)."""
     kinds = dict(_DTYPES) | {"f64": np.float64}
     kind = np.dtype(kinds[encoded["dtype"]]).newbyteorder("<")
@@ -98,7 +114,7 @@ def merge_cells(
 
 def coverage_json(
     coverage: Coverage, rows: int | None, cols: int | None, max_cells: int | None = None
-) -> dict[str, Any]:
+) -> CoverageModel:
     """Edges and counts, merging cells along the drawn dimensions if there are too many."""
     max_cells = MAX_CELLS if max_cells is None else max_cells
     edges = list(coverage.edges)
@@ -148,7 +164,7 @@ def operand_json(
     index: int,
     stride: Sequence[int] | None = None,
     max_cells: int | None = None,
-) -> dict[str, Any]:
+) -> TilesOperand:
     """One operand: what it is, where its blocks lie per program, how often it is read.
 
     Args:
@@ -163,7 +179,7 @@ def operand_json(
     operand = entry.operand
     rows, cols, sliced = shown_dims(operand)
     role = "prefetch" if operand.scalar_prefetch else operand.role
-    data: dict[str, Any] = {
+    data: TilesOperand = {
         "index": index,
         "label": operand.label,
         "role": role,
@@ -182,17 +198,15 @@ def operand_json(
     if not data["mapped"]:
         return data
     coverage = tiles.coverage(index)
-    data.update(
-        starts=[] if skip_programs else [encode(sampled(s, stride)) for s in entry.starts],
-        extents=[] if skip_programs else [encode(sampled(e, stride)) for e in entry.extents],
-        coverage=coverage_json(coverage, rows, cols, max_cells),
-        bounds={"rows": _view_bounds(entry, rows), "cols": _view_bounds(entry, cols)},
-        revisitAxes=list(tiles.revisit_axes(index)),
-    )
+    data["starts"] = [] if skip_programs else [encode(sampled(s, stride)) for s in entry.starts]
+    data["extents"] = [] if skip_programs else [encode(sampled(e, stride)) for e in entry.extents]
+    data["coverage"] = coverage_json(coverage, rows, cols, max_cells)
+    data["bounds"] = {"rows": _view_bounds(entry, rows), "cols": _view_bounds(entry, cols)}
+    data["revisitAxes"] = list(tiles.revisit_axes(index))
     return data
 
 
-def _merit_json(figures: merit.KernelMerit) -> dict[str, Any]:
+def _merit_json(figures: merit.KernelMerit) -> Merit:
     return {
         "operands": [
             {
@@ -231,7 +245,7 @@ def _merit_json(figures: merit.KernelMerit) -> dict[str, Any]:
     }
 
 
-def _fit_json(fit: merit.ChipFit, working_set: int) -> dict[str, Any]:
+def _fit_json(fit: merit.ChipFit, working_set: int) -> ChipFit:
     return {
         "chip": fit.chip,
         "capacity": fit.capacity_bytes,
@@ -312,7 +326,7 @@ def order_text(tiles: TileMap, schedule: str) -> str:
     return text
 
 
-def _encoded_bytes(value: Any) -> int:
+def _encoded_bytes(value: object) -> int:
     """Bytes of base64 data in a JSON value (what dominates a pane's size)."""
     if isinstance(value, dict):
         if "data" in value and "dtype" in value:
@@ -339,7 +353,7 @@ def _base64_bytes(array: np.ndarray) -> int:
     return 4 * math.ceil(array.size * size / 3)
 
 
-def _fitted_operands(tiles: TileMap, budget: int) -> tuple[list[dict[str, Any]], tuple[int, ...]]:
+def _fitted_operands(tiles: TileMap, budget: int) -> tuple[list[TilesOperand], tuple[int, ...]]:
     """Every operand's data within `budget` bytes: cells merged, programs sampled.
 
     Coverage cells come first (a quarter as many until they take at most half the
@@ -387,7 +401,7 @@ def _fitted_operands(tiles: TileMap, budget: int) -> tuple[list[dict[str, Any]],
     return operands, tuple(stride)
 
 
-def kernel_json(tiles: TileMap, budget: int | None = None) -> dict[str, Any]:
+def kernel_json(tiles: TileMap, budget: int | None = None) -> TilesKernel:
     """One kernel's tile map, figures of merit and the chips to compare them with.
 
     Args:
@@ -426,11 +440,11 @@ def kernel_json(tiles: TileMap, budget: int | None = None) -> dict[str, Any]:
         "table": tiles.num_programs <= MAX_TABLE_PROGRAMS,
         "schedule": tiles.schedule,
         "semantics": list(kernel.dimension_semantics) if kernel.dimension_semantics else None,
-        "order": {s: order_text(tiles, s) for s in SCHEDULES},
+        "order": {"tpu": order_text(tiles, "tpu"), "gpu": order_text(tiles, "gpu")},
         "operands": operands,
-        "merit": {s: _merit_json(figures[s]) for s in SCHEDULES},
-        "fits": fits,
-        "defaultChip": DEFAULT_CHIPS,
+        "merit": {"tpu": _merit_json(figures["tpu"]), "gpu": _merit_json(figures["gpu"])},
+        "fits": {"tpu": fits["tpu"], "gpu": fits["gpu"]},
+        "defaultChip": {"tpu": DEFAULT_CHIPS["tpu"], "gpu": DEFAULT_CHIPS["gpu"]},
         "notices": notices,
         "dtypes": sorted({short_dtype(o.dtype) for o in kernel.operands}),
     }
@@ -438,12 +452,12 @@ def kernel_json(tiles: TileMap, budget: int | None = None) -> dict[str, Any]:
 
 # The Tiles pane and the static page both need each kernel's map and data, which
 # take seconds on grids of millions of programs: computed once per inspection.
-_recent: weakref.WeakKeyDictionary[Inspection, dict[int, tuple[TileMap, dict[str, Any]]]] = (
+_recent: weakref.WeakKeyDictionary[Inspection, dict[int, tuple[TileMap, TilesKernel]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def kernel_data(inspection: Inspection, index: int) -> tuple[TileMap, dict[str, Any]]:
+def kernel_data(inspection: Inspection, index: int) -> tuple[TileMap, TilesKernel]:
     """A kernel's tile map and `kernel_json` (its share of the pane's budget), cached.
 
     Raises:
@@ -462,10 +476,42 @@ def forget(inspection: Inspection) -> None:
     _recent.pop(inspection, None)
 
 
-def payload(inspection: Inspection) -> dict[str, Any]:
-    """The Tiles tab's data: one entry per kernel (or why it has no tile map)."""
-    kernels = []
+# Kernels whose blocks vary over more programs than this get no static picture (it is
+# made at display time, and counting millions of blocks takes seconds).
+STATIC_MAX_BLOCKS = 1 << 20
+
+
+def blocks_at_most(kernel: Kernel) -> int:
+    """An upper bound on the distinct blocks of an operand: the programs its map reads."""
+    return max(
+        (
+            math.prod(kernel.grid[a] for a in o.index_map.grid_args_used())
+            for o in kernel.operands
+            if o.index_map is not None and o.index_map.evaluable
+        ),
+        default=1,
+    )
+
+
+def payload(inspection: Inspection, *, static: bool = False) -> TilesPane:
+    """The Tiles tab's model: one entry per kernel (or why it has no tile map).
+
+    `static`: as saved notebooks show it, kernels with millions of blocks left out
+    (counting them takes seconds at display time, for a picture only a saved notebook
+    shows; the live tab counts them when opened).
+    """
+    kernels: list[TilesKernel | TilesKernelError] = []
     for kernel in inspection.kernels:
+        if static and blocks_at_most(kernel) > STATIC_MAX_BLOCKS:
+            kernels.append(
+                {
+                    "index": kernel.index,
+                    "name": kernel.name,
+                    "error": f"{kernel.num_programs:,} programs, each with blocks of its own; "
+                    "the Tiles tab draws them when opened (not kept in saved notebooks).",
+                }
+            )
+            continue
         try:
             kernels.append(kernel_data(inspection, kernel.index)[1])
         except (ValueError, IndexError) as error:
@@ -495,7 +541,7 @@ def _as_rows(values: np.ndarray) -> np.ndarray:
     return values.reshape(-1, values.shape[-1])
 
 
-def access_map_json(access_map: AccessMap, max_elements: int | None = None) -> dict[str, Any]:
+def access_map_json(access_map: AccessMap, max_elements: int | None = None) -> AccessMapModel:
     """One buffer's per-element reads, writes and masked lanes, ready to draw.
 
     Pooled (by max) to at most `max_elements` (default `MAX_ACCESS_ELEMENTS`) drawn.
@@ -535,7 +581,7 @@ def access_map_json(access_map: AccessMap, max_elements: int | None = None) -> d
     }
 
 
-def accesses_json(block: BlockAccesses) -> dict[str, Any]:
+def accesses_json(block: BlockAccesses) -> AccessesReply:
     """Every buffer's access map and the list of loads and stores, for one program.
 
     The buffers share `MAX_ACCESS_ELEMENTS` drawn elements, and the list keeps its
@@ -544,7 +590,7 @@ def accesses_json(block: BlockAccesses) -> dict[str, Any]:
     """
     share = MAX_ACCESS_ELEMENTS // max(1, len(block.refs))
     refs = [access_map_json(block.map(k), share) for k in range(len(block.refs))]
-    accesses = []
+    accesses: list[AccessRow] = []
     for access in block.accesses[:MAX_ACCESSES]:
         shape = block.refs[access.ref].shape
         outside = access.outside(shape) & access.mask

@@ -1,9 +1,10 @@
 """The inspector's tabs: each is one small module exposing a `Tab` named `TAB`.
 
-A tab turns an inspection into a JSON payload for the widget's JavaScript renderer
-of the same id (`static/tabs/<id>.js`) and into static HTML for saved notebooks.
-Adding a tab is adding those two files: modules here are discovered, and shown in
-the order of their `Tab.order`.
+A tab turns an inspection into one view model (`views/contracts.py`): the widget
+renders it (`labextension/src/widget/tabs/<id>.ts`) and the static renderer
+(`views/statichtml/`) makes the saved notebook's HTML from it. Adding a tab is adding
+its module here, its model's types to the contracts, and a renderer on each side:
+modules here are discovered, and shown in the order of their `Tab.order`.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ import dataclasses
 import functools
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
 
-Payload = dict[str, Any]
-# Answers a message from the tab's front end: (inspection, message, send).
+# A view model, a request's body or its reply: JSON values (typed in views/contracts.py).
+Payload = Mapping[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,28 +28,30 @@ class Tab:
     """One tab of the inspector.
 
     Attributes:
-        id: Identifier shared with the JavaScript renderer.
+        id: Identifier shared with the widget's renderer (`contracts.TabId`).
         title: The tab's label.
-        payload: Builds the widget's data for this tab.
-        static_html: Renders the tab as self-contained HTML (already escaped).
-        eager: Whether the payload is built when the inspector opens; lazy tabs are
+        model: Builds the tab's view model: the widget's pane and what the static
+            HTML shows.
+        eager: Whether the model is built when the inspector opens; lazy tabs are
             built when first selected.
         order: Position among the tabs (lower first).
         respond: Answers the tab's requests from the front end (`ctx.request(body)`
-            in JavaScript), for data too costly to send up front; None if it has none.
-        text: Returns one whole text of the tab by key (`{"title", "language",
-            "text", "sourceMap", "sources"}`), for texts too long to send inline
-            (see `views/texts.py`); None when the tab has none.
+            in TypeScript), for data too costly to send up front; None if it has none.
+        text: Returns one whole text of the tab by key (`contracts.OpenTextRequest`),
+            for texts too long to send inline (see `views/texts.py`); None when the
+            tab has none.
+        static_model: What the static HTML shows, when more than the model: the
+            IR tab adds the replies for the lowerings done so far. None: the model.
     """
 
     id: str
     title: str
-    payload: Callable[[Inspection], Payload]
-    static_html: Callable[[Inspection], str]
+    model: Callable[[Inspection], Payload]
     eager: bool = True
     order: int = 50
     respond: Callable[[Inspection, dict[str, Any]], Payload] | None = None
-    text: Callable[[Inspection, str], dict[str, Any]] | None = None
+    text: Callable[[Inspection, str], Payload] | None = None
+    static_model: Callable[[Inspection], Payload] | None = None
 
 
 @functools.cache

@@ -9,18 +9,31 @@ thousands of lines never travels as one large message.
 from __future__ import annotations
 
 import functools
-import html
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import messages, sources
+from pallaslab._src import messages
 from pallaslab._src import targets as target_names
 from pallaslab._src.core.lowering import compare
 from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, TpuResources
 from pallaslab._src.records import Kernel
-from pallaslab._src.views import fmt
-from pallaslab._src.views.highlight import highlight_html
+from pallaslab._src.views import where
+from pallaslab._src.views.contracts import (
+    IrChunkReply,
+    IrError,
+    IrFailedReply,
+    IrInitial,
+    IrLoweredReply,
+    IrPane,
+    IrStatic,
+    IrStaticLowering,
+    IrTarget,
+    ResourcesModel,
+    SourceMapEntry,
+)
+from pallaslab._src.views.resources import resource_facts
 from pallaslab._src.views.sourceview import source_files
-from pallaslab._src.views.tabs import Payload, Tab
+from pallaslab._src.views.tabs import Tab
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -35,7 +48,7 @@ MAX_LINE = 4000
 STATIC_LINES = 300
 
 
-def _targets() -> list[dict[str, Any]]:
+def _targets() -> list[IrTarget]:
     return [
         {
             "name": t.name,
@@ -62,7 +75,7 @@ def default_target(kernel: Kernel | None) -> str:
     return "triton" if kernel is not None else "stablehlo"
 
 
-def _initial(inspection: Inspection) -> dict[str, Any]:
+def _initial(inspection: Inspection) -> IrInitial:
     """Kernel and target to open on: what was lowered last, else the first kernel's."""
     done = inspection.lowerings()
     if done:
@@ -72,8 +85,8 @@ def _initial(inspection: Inspection) -> dict[str, Any]:
     return {"kernel": 0, "target": default_target(first)}
 
 
-def payload(inspection: Inspection) -> Payload:
-    """The IR tab's data: kernels, targets and source windows; no IR yet."""
+def payload(inspection: Inspection) -> IrPane:
+    """The IR tab's view model: kernels, targets and source windows; no IR yet."""
     files = source_files(inspection)
     return {
         "kernels": [
@@ -96,18 +109,19 @@ def payload(inspection: Inspection) -> Payload:
 # Requests from the front end: {"type": "lower" | "chunk", "kernel", "target", ...}.
 
 
-def respond(inspection: Inspection, content: dict[str, Any]) -> dict[str, Any]:
+def respond(
+    inspection: Inspection, content: dict[str, Any]
+) -> IrLoweredReply | IrChunkReply | IrFailedReply:
     """Answers the front end: a lowering's summary, or one piece of its text."""
     kind = content.get("type")
     try:
         if kind == "lower":
-            lowered = _lower(inspection, content)
-            return {"type": "lowered", **summary(inspection, lowered, content)}
+            return summary(inspection, _lower(inspection, content), content)
         if kind == "chunk":
             lowered = _lower(inspection, content)
             text, source_map = _text_of(lowered, str(content.get("stage") or ""))
             index = int(content.get("index", 0))
-            return {"type": "chunk", **chunk(inspection, text, source_map, index)}
+            return chunk(inspection, text, source_map, index)
     except Exception as error:
         return {"type": "failed", "message": messages.describe(error)}
     return {"type": "failed", "message": f"unknown request {kind!r}"}
@@ -148,20 +162,22 @@ def _chunks(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(pieces)
 
 
-def summary(inspection: Inspection, lowered: Lowered, content: dict[str, Any]) -> dict[str, Any]:
+def summary(inspection: Inspection, lowered: Lowered, content: dict[str, Any]) -> IrLoweredReply:
     """Everything about a lowering but its text: header, error, resources, pieces."""
     stage = str(content.get("stage") or "")
     text, source_map = _text_of(lowered, stage)
     language = lowered.stage(stage).language if stage else lowered.language
+    allowed = where.kernel_files(inspection.kernels)
     return {
+        "type": "lowered",
         "key": {"kernel": lowered.kernel_index, "target": lowered.target, "stage": stage},
         "kernel": lowered.kernel,
         "language": language,
         "header": lowered.header,
         "notes": [*lowered.notes, *_comparison(inspection, lowered)],
         "seconds": round(lowered.seconds, 3),
-        "error": _error(lowered.error),
-        "resources": resources(lowered.resources),
+        "error": _error(lowered.error, allowed),
+        "resources": resources(lowered.resources, allowed),
         "stages": [s.name for s in lowered.stages],
         "lines": len(_split(text)),
         "chunks": len(_chunks(text)),
@@ -183,7 +199,7 @@ def chunk(
     text: str,
     source_map: tuple[tuple[int, str, int], ...],
     index: int,
-) -> dict[str, Any]:
+) -> IrChunkReply:
     """One piece of a text: its lines and their source-map entries."""
     pieces = _chunks(text)
     if not 0 <= index < len(pieces):
@@ -191,159 +207,95 @@ def chunk(
     start, end = pieces[index]
     lines = _split(text)[start:end]
     files = {f.file: k for k, f in enumerate(source_files(inspection))}
+    entries: list[SourceMapEntry] = [
+        (line, files[file], source_line)
+        for line, file, source_line in source_map
+        if start < line <= end and file in files
+    ]
     return {
+        "type": "chunk",
         "index": index,
         "first": start + 1,
         "lines": [
             line if len(line) <= MAX_LINE else f"{line[:MAX_LINE]} … ({len(line) - MAX_LINE} more)"
             for line in lines
         ],
-        "map": [
-            [line, files[file], source_line]
-            for line, file, source_line in source_map
-            if start < line <= end and file in files
-        ],
+        "map": entries,
         "last": index == len(pieces) - 1,
     }
 
 
-def _where(file: str, line: int) -> dict[str, Any]:
-    return {"file": file, "label": sources.label(file), "line": line}
-
-
-def _error(error: LoweringError | None) -> dict[str, Any] | None:
+def _error(error: LoweringError | None, allowed: Collection[str]) -> IrError | None:
     if error is None:
         return None
-    location = error.location
     return {
         "message": error.message,
         "kind": error.kind,
         "detail": error.detail,
-        "where": _where(location.file, location.line) if location else None,
+        "where": where.file_location(error.location, allowed),
     }
 
 
-def resources(found: GpuResources | TpuResources | None) -> dict[str, Any] | None:
-    """The resources panel's data."""
-    if isinstance(found, GpuResources):
-        spills = (
-            "-"
-            if found.spill_store_bytes is None
-            else f"{found.spill_store_bytes} B stores, {found.spill_load_bytes} B loads"
-        )
+def resources(
+    found: GpuResources | TpuResources | None, allowed: Collection[str] = ()
+) -> ResourcesModel | None:
+    """The resources panel's model (`views/resources.py` has the facts)."""
+    facts = resource_facts(found)
+    if facts is None:
+        return None
+    if facts.kind == "gpu":
         return {
             "kind": "gpu",
-            "facts": [
-                ["architecture", found.arch],
-                ["warps per block", f"{found.num_warps} ({found.threads_per_block} threads)"],
-                ["pipeline stages", "-" if found.num_stages is None else str(found.num_stages)],
-                ["registers per thread", _maybe(found.registers_per_thread)],
-                ["register spills", spills],
-                ["local memory per thread", _bytes(found.local_bytes)],
-                ["shared memory per block", fmt.nbytes(found.shared_bytes)],
-            ],
+            "summary": facts.summary,
+            "facts": list(facts.facts),
             "occupancy": [
                 {
                     "gpu": o.gpu,
                     "arch": o.arch,
                     "sameArch": o.same_arch,
-                    "blocks": o.blocks_per_sm,
-                    "warps": f"{o.active_warps} / {o.max_warps}",
-                    "percent": round(100 * o.fraction),
+                    "blocks": o.blocks,
+                    "warps": o.warps,
+                    "percent": o.percent,
                     "limiter": o.limiter,
                 }
-                for o in found.occupancy
+                for o in facts.occupancy
             ],
         }
-    if isinstance(found, TpuResources):
-        facts = [
-            ["chip", found.chip],
-            [
-                "VMEM of blocks and scratch",
-                f"{fmt.nbytes(found.vmem_bytes)} of {fmt.nbytes(found.vmem_capacity)} "
-                f"({100 * found.vmem_bytes / found.vmem_capacity:.1f}%)",
-            ],
-        ]
-        if found.bundles is not None:
-            facts.append(["bundles", str(found.bundles)])
-        if found.loop_body_bundles is not None:
-            facts.append(["bundles per grid step (loop body)", str(found.loop_body_bundles)])
-        if found.code_bytes is not None:
-            facts.append(["program code size (runtime included)", fmt.nbytes(found.code_bytes)])
-        return {
-            "kind": "tpu",
-            "facts": facts,
-            "vmemFraction": found.vmem_bytes / found.vmem_capacity if found.vmem_capacity else 0,
-            "blocks": [
-                {
-                    "operand": b.operand,
-                    "role": b.role,
-                    "block": fmt.shape(b.block_shape),
-                    "dtype": b.dtype,
-                    "buffers": b.buffers,
-                    "bytes": fmt.nbytes(b.bytes),
-                    "padded": fmt.nbytes(b.padded_bytes),
-                }
-                for b in found.vmem_blocks
-            ],
-            "tiling": [
-                {
-                    "operand": p.operand,
-                    "message": p.message,
-                    "hint": p.hint,
-                    "where": _where(p.location.file, p.location.line) if p.location else None,
-                }
-                for p in found.tiling_problems
-            ],
-            "utilization": [
-                {"unit": unit, "slots": slots, "mean": round(mean, 2)}
-                for unit, slots, mean in found.utilization
-            ],
-        }
-    return None
-
-
-def _maybe(value: int | None) -> str:
-    return "-" if value is None else str(value)
-
-
-def _bytes(value: int | None) -> str:
-    return "-" if value is None else fmt.nbytes(value)
+    return {
+        "kind": "tpu",
+        "summary": facts.summary,
+        "facts": list(facts.facts),
+        "vmemFraction": facts.vmem_fraction,
+        "blocks": list(facts.vmem),
+        "tiling": [
+            {
+                "operand": p.operand,
+                "message": p.message,
+                "hint": p.hint,
+                "where": where.file_location(p.location, allowed),
+            }
+            for p in facts.tiling
+        ],
+        "utilization": list(facts.utilization),
+    }
 
 
 # ---------------------------------------------------------------------------
-# Static HTML (saved notebooks): what was lowered before the page was made.
+# Saved notebooks: what was lowered before the page was made, as the widget gets it.
 
 
-def static_html(inspection: Inspection) -> str:
-    """The IR tab as HTML: the lowerings done so far, each cut to its first lines."""
-    done = inspection.lowerings()
-    if not done:
-        return (
-            "<p class='pl-notice'>Nothing lowered yet: choose a target in the IR tab, use "
-            "<code>%%kernel ... --target ptx:sm_90</code>, or "
-            '<code>inspection.lower("ptx:sm_90")</code>.</p>'
-        )
-    parts = []
-    for lowered in done:
-        title = f"{lowered.kernel or 'program'} · {lowered.target}"
-        parts.append(
-            f"<h4>{html.escape(title)}</h4><p class='pl-notice'>{html.escape(lowered.header)}</p>"
-        )
-        if lowered.error is not None:
-            parts.append(f"<div class='pl-problem'>{html.escape(str(lowered.error))}</div>")
-            continue
-        lines = lowered.lines
-        shown = "\n".join(
-            highlight_html(line[:MAX_LINE], lowered.language) for line in lines[:STATIC_LINES]
-        )
-        more = (
-            f"\n<span class='pl-notice'>… {len(lines) - STATIC_LINES} more lines</span>"
-            if len(lines) > STATIC_LINES
-            else ""
-        )
-        parts.append(f"<pre class='pl-code'>{shown}{more}</pre>")
-    return "".join(parts)
+def static_model(inspection: Inspection) -> IrStatic:
+    """The IR tab as a saved notebook shows it: the model and the lowerings done so far.
+
+    Each lowering comes as the widget gets it: its summary, its text's first piece.
+    """
+    lowered: list[IrStaticLowering] = []
+    for done in inspection.lowerings():
+        request = {"kernel": done.kernel_index or 0, "target": done.target, "stage": ""}
+        head = summary(inspection, done, request)
+        first = chunk(inspection, *_text_of(done, ""), 0) if head["chunks"] else None
+        lowered.append({"summary": head, "first": first})
+    return {"pane": payload(inspection), "lowered": lowered}
 
 
-TAB = Tab("ir", "IR", payload, static_html, eager=False, order=40, respond=respond)
+TAB = Tab("ir", "IR", payload, eager=False, order=40, respond=respond, static_model=static_model)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import html
 from typing import TYPE_CHECKING, Any
 
 from pallaslab._src.views import texts
-from pallaslab._src.views.highlight import highlight_html
+from pallaslab._src.views.contracts import JaxprPane, JaxprView, OpenTextRequest, SourceMapEntry
 from pallaslab._src.views.sourceview import source_files
-from pallaslab._src.views.tabs import Payload, Tab
+from pallaslab._src.views.tabs import Tab
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -36,21 +35,21 @@ def _views(inspection: Inspection) -> list[dict[str, Any]]:
     return views
 
 
-def _indexed_map(view: dict[str, Any], index: dict[str, int]) -> list[list[int]]:
+def _indexed_map(view: dict[str, Any], index: dict[str, int]) -> list[SourceMapEntry]:
     return [
-        [line, index[file], source_line] for line, file, source_line in view["map"] if file in index
+        (line, index[file], source_line) for line, file, source_line in view["map"] if file in index
     ]
 
 
-def payload(inspection: Inspection) -> Payload:
-    """The Jaxpr tab's data: texts plus (line, file index, source line) maps.
+def payload(inspection: Inspection) -> JaxprPane:
+    """The Jaxpr tab's view model: texts plus (line, file index, source line) maps.
 
     Long jaxprs are clipped to `texts.INLINE_LINES` lines (`lines` says how many
     there are); `text_of` sends one whole.
     """
     files = source_files(inspection)
     index = {f.file: k for k, f in enumerate(files)}
-    views = []
+    views: list[JaxprView] = []
     whole = _views(inspection)
     # The pane's inline budget is shared by its texts (a cell may hold many kernels).
     share = max(texts.MAX_LINE_CHARS, texts.INLINE_CHARS // max(1, len(whole)))
@@ -63,7 +62,7 @@ def payload(inspection: Inspection) -> Payload:
                 "id": view["id"],
                 "title": view["title"],
                 "text": text,
-                "map": source_map,
+                "map": [(a, b, c) for a, b, c in source_map],
                 "lines": lines,
                 "clipped": texts.is_clipped(text, lines, view["text"]),
             }
@@ -71,7 +70,7 @@ def payload(inspection: Inspection) -> Payload:
     return {"views": views, "files": [f.to_json() for f in files]}
 
 
-def text_of(inspection: Inspection, key: str) -> dict[str, Any]:
+def text_of(inspection: Inspection, key: str) -> OpenTextRequest:
     """One whole jaxpr (`key`: a view id) with its line map, for "Open in new tab"."""
     files = source_files(inspection)
     index = {f.file: k for k, f in enumerate(files)}
@@ -89,20 +88,4 @@ def text_of(inspection: Inspection, key: str) -> dict[str, Any]:
     raise KeyError(f"no jaxpr {key!r}")
 
 
-def static_html(inspection: Inspection) -> str:
-    """The Jaxpr tab as HTML."""
-    parts = []
-    for view in _views(inspection):
-        lines = view["text"].splitlines()
-        body = "\n".join(
-            highlight_html(texts.clip_line(line), "jaxpr") for line in lines[: texts.INLINE_LINES]
-        )
-        more = len(lines) - texts.INLINE_LINES
-        note = f"<p class='pl-notice'>\u2026 and {more} more lines.</p>" if more > 0 else ""
-        parts.append(
-            f"<h4>{html.escape(view['title'])}</h4><pre class='pl-code'>{body}</pre>{note}"
-        )
-    return "".join(parts) or "<p>No jaxpr.</p>"
-
-
-TAB = Tab("jaxpr", "Jaxpr", payload, static_html, order=30, text=text_of)
+TAB = Tab("jaxpr", "Jaxpr", payload, order=30, text=text_of)

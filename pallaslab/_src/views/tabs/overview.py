@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
-import html
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import messages, sources
+from pallaslab._src import messages
 from pallaslab._src.geometry import races as race_geometry
 from pallaslab._src.geometry.limits import MAX_PROGRAMS
 from pallaslab._src.perfhints import Hint
-from pallaslab._src.records import Kernel, Operand, SourceLocation
-from pallaslab._src.views import fmt
-from pallaslab._src.views.tabs import Payload, Tab
+from pallaslab._src.records import Kernel, Operand
+from pallaslab._src.views import fmt, where
+from pallaslab._src.views.contracts import (
+    ErrorPane,
+    HintModel,
+    HintsModel,
+    KernelModel,
+    Location,
+    OperandRow,
+    OverviewPane,
+    RaceEntry,
+)
+from pallaslab._src.views.tabs import Tab
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
 
 
-def _location(location: SourceLocation | None) -> dict[str, Any] | None:
-    if location is None:
-        return None
-    return {"label": sources.label(location.file), "line": location.line}
-
-
-def _operand(operand: Operand) -> dict[str, Any]:
+def _operand(operand: Operand) -> OperandRow:
     return {
         "role": "prefetch" if operand.scalar_prefetch else operand.role,
         "label": operand.label,
@@ -45,7 +49,7 @@ _MAX_PROGRAMS = 1 << 20
 
 def _races(
     kernel: Kernel, inspection: Inspection, max_conflicts: int = _MAX_CONFLICTS
-) -> dict[str, Any]:
+) -> dict[str, RaceEntry]:
     """Per backend: sentences for the inspector, and the conflicts as data.
 
     The data (for tile views) says which programs write which block of which output;
@@ -54,10 +58,10 @@ def _races(
     outputs programs share in memory are decided element by element (a run of the
     kernel) when the inspection holds its program.
     """
-    found: dict[str, Any] = {}
+    found: dict[str, RaceEntry] = {}
     for backend in race_geometry.BACKENDS:
         label = backend.upper()
-        entry: dict[str, Any] = {"sentences": [], "conflicts": [], "total": 0, "checked": True}
+        entry: RaceEntry = {"sentences": [], "conflicts": [], "total": 0, "checked": True}
         if kernel.kind != "pallas_call":
             entry["checked"] = False
             entry["sentences"] = [
@@ -114,18 +118,18 @@ def _race_words(
     return report.conflicts, report.sentences(kernel)
 
 
-def _hint(hint: Hint) -> dict[str, Any]:
+def _hint(hint: Hint, allowed: Collection[str]) -> HintModel:
     return {
         "id": hint.id,
         "severity": hint.severity,
         "message": hint.message,
-        "location": _location(hint.location),
-        "figures": [[name, str(value)] for name, value in hint.figures],
+        "location": where.location(hint.location, allowed),
+        "figures": [(name, str(value)) for name, value in hint.figures],
         "chip": hint.chip,
     }
 
 
-def _hints(inspection: Inspection, kernel: Kernel, *, masks: bool) -> dict[str, Any]:
+def _hints(inspection: Inspection, kernel: Kernel, *, masks: bool) -> HintsModel:
     """The kernel's performance hints; masks (which interpret the body) only on request."""
     from pallaslab._src.core.hints import kernel_hints_of  # noqa: PLC0415 - core is below
 
@@ -135,7 +139,8 @@ def _hints(inspection: Inspection, kernel: Kernel, *, masks: bool) -> dict[str, 
         return {"hints": [], "error": f"hints could not be worked out: {error}", "masks": masks}
     # Without a masked load or store in the body, there is nothing more to ask for.
     checked = masks or " mask=" not in kernel.jaxpr
-    return {"hints": [_hint(h) for h in found], "masks": checked}
+    allowed = where.kernel_files(inspection.kernels)
+    return {"hints": [_hint(h, allowed) for h in found], "masks": checked}
 
 
 _MESHES = {"mosaic_tpu": "a TPU mesh (Mosaic TPU)", "mosaic_gpu": "a GPU mesh (Mosaic GPU)"}
@@ -148,10 +153,51 @@ def kind_text(kernel: Kernel) -> str:
     return f"{kernel.kind} on {_MESHES.get(kernel.backend, 'a mesh')}"
 
 
+def _facts(kernel: Kernel, source: Location | None, call_site: Location | None) -> list[str]:
+    """What built the kernel and its grid, where it is defined and run: short phrases."""
+    grid = " \u00d7 ".join(map(str, kernel.grid))
+    names = f" ({', '.join(kernel.grid_names)})" if kernel.grid_names else ""
+    programs = kernel.num_programs
+    built = kind_text(kernel)
+    facts = [
+        f"{built + ', ' if built else ''}grid ({grid}){names} = "
+        f"{programs} program{'' if programs == 1 else 's'}",
+        f"defined at {source['label']} line {source['line']}" if source else "",
+        f"run from {call_site['label']} line {call_site['line']}" if call_site else "",
+        "inside " + " \u203a ".join(kernel.path) if kernel.path else "",
+        f"vmapped grid axes {', '.join(map(str, kernel.vmapped_dims))}"
+        if kernel.vmapped_dims
+        else "",
+    ]
+    return [fact for fact in facts if fact]
+
+
+def _details(kernel: Kernel) -> list[str]:
+    """Semantics, compiler params, cost, aliases and interpret mode: a line each."""
+    details = []
+    if kernel.dimension_semantics:
+        details.append("dimension semantics: " + ", ".join(kernel.dimension_semantics))
+    if kernel.compiler_params:
+        params = ", ".join(f"{name}={value}" for name, value in kernel.compiler_params)
+        details.append(f"compiler params ({kernel.backend or '?'}): {params}")
+    cost = kernel.cost_estimate
+    if cost:
+        details.append(f"cost estimate: {cost.flops} flops, {cost.bytes_accessed} bytes")
+    if kernel.input_output_aliases:
+        pairs = ", ".join(f"{i}→{o}" for i, o in kernel.input_output_aliases)
+        details.append(f"input/output aliases: {pairs}")
+    if kernel.interpret:
+        details.append(f"interpret: {kernel.interpret}")
+    return details
+
+
 def _kernel(
     kernel: Kernel, inspection: Inspection, max_conflicts: int = _MAX_CONFLICTS
-) -> dict[str, Any]:
+) -> KernelModel:
     cost = kernel.cost_estimate
+    allowed = where.kernel_files(inspection.kernels)
+    source = where.location(kernel.source, allowed)
+    call_site = where.location(kernel.call_site, allowed)
     return {
         "index": kernel.index,
         "name": kernel.name,
@@ -160,10 +206,10 @@ def _kernel(
         "grid": list(kernel.grid),
         "gridNames": list(kernel.grid_names) if kernel.grid_names else None,
         "programs": kernel.num_programs,
-        "source": _location(kernel.source),
-        "callSite": _location(kernel.call_site),
+        "source": source,
+        "callSite": call_site,
         "backend": kernel.backend,
-        "params": [list(p) for p in kernel.compiler_params],
+        "params": [(name, str(value)) for name, value in kernel.compiler_params],
         "semantics": list(kernel.dimension_semantics) if kernel.dimension_semantics else None,
         "cost": (
             {
@@ -177,15 +223,17 @@ def _kernel(
         "interpret": kernel.interpret,
         "vmapped": list(kernel.vmapped_dims),
         "path": list(kernel.path),
-        "aliases": [list(a) for a in kernel.input_output_aliases],
+        "aliases": [(i, o) for i, o in kernel.input_output_aliases],
         "operands": [_operand(o) for o in kernel.operands],
         "races": _races(kernel, inspection, max_conflicts),
         "hints": _hints(inspection, kernel, masks=False),
+        "facts": _facts(kernel, source, call_site),
+        "details": _details(kernel),
     }
 
 
-def payload(inspection: Inspection) -> Payload:
-    """The Kernels tab's data."""
+def payload(inspection: Inspection) -> OverviewPane:
+    """The Kernels tab's view model (its payload: the widget's pane)."""
     return {
         "program": {
             "name": inspection.name,
@@ -201,71 +249,7 @@ def payload(inspection: Inspection) -> Payload:
     }
 
 
-_COLUMNS = ("role", "label", "type", "block", "indexMap", "memory", "blockBytes")
-_HEADINGS = ("role", "ref", "array", "block", "index map", "memory", "block bytes")
-
-
-def static_html(inspection: Inspection) -> str:
-    """The Kernels tab as HTML."""
-    data = payload(inspection)
-    parts = []
-    for kernel in data["kernels"]:
-        grid = " x ".join(map(str, kernel["grid"])) or "()"
-        where = kernel["source"]
-        defined = f" — defined at {where['label']} line {where['line']}" if where else ""
-        built = f"{kernel['kindText']}, " if kernel["kindText"] else ""
-        parts.append(
-            f"<h4>{html.escape(kernel['name'])} <small>{html.escape(built)}"
-            f"grid ({html.escape(grid)}), {kernel['programs']} programs{html.escape(defined)}"
-            "</small></h4>"
-        )
-        rows = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(op[c]))}</td>" for c in _COLUMNS) + "</tr>"
-            for op in kernel["operands"]
-        )
-        heads = "".join(f"<th>{h}</th>" for h in _HEADINGS)
-        parts.append(f"<table><tr>{heads}</tr>{rows}</table>")
-        facts = []
-        if kernel["semantics"]:
-            facts.append("dimension semantics: " + ", ".join(kernel["semantics"]))
-        if kernel["params"]:
-            facts.append(
-                f"compiler params ({kernel['backend']}): "
-                + ", ".join(f"{k}={v}" for k, v in kernel["params"])
-            )
-        if facts:
-            parts.append("<p>" + html.escape("; ".join(facts)) + "</p>")
-        for entry in kernel["races"].values():
-            css = "pl-warning" if entry["total"] else "pl-facts"
-            parts.extend(
-                f"<p class='{css}'>{html.escape(sentence)}</p>" for sentence in entry["sentences"]
-            )
-        parts.append(_hints_html(kernel["hints"]))
-    if not data["kernels"]:
-        parts.append("<p>No Pallas kernels found.</p>")
-    parts.extend(f"<p class='pl-notice'>{html.escape(n)}</p>" for n in data["notices"])
-    return "".join(parts)
-
-
-def _hints_html(data: dict[str, Any] | None) -> str:
-    if not data or not (data["hints"] or data.get("error")):
-        return ""
-    items = []
-    for hint in data["hints"]:
-        where = hint["location"]
-        at = f"{where['label']} line {where['line']}: " if where else ""
-        items.append(
-            f"<li class='pl-hint pl-hint-{html.escape(hint['severity'])}'>"
-            f"<b>{html.escape(hint['severity'])}</b> {html.escape(at)}"
-            f"{html.escape(hint['message'])} "
-            f"<small>(assumes {html.escape(hint['chip'])})</small></li>"
-        )
-    if data.get("error"):
-        items.append(f"<li class='pl-notice'>{html.escape(data['error'])}</li>")
-    return f"<h5>Hints</h5><ul class='pl-hints'>{''.join(items)}</ul>"
-
-
-def respond(inspection: Inspection, body: dict[str, Any]) -> Payload:
+def respond(inspection: Inspection, body: dict[str, Any]) -> HintsModel | ErrorPane:
     """Requests from the tab: `{"kind": "hints", "kernel": k}`, with masks checked."""
     if body.get("kind") != "hints":
         return {"error": f"unknown request {body.get('kind')!r}"}
@@ -276,4 +260,4 @@ def respond(inspection: Inspection, body: dict[str, Any]) -> Payload:
     return _hints(inspection, kernel, masks=True)
 
 
-TAB = Tab("overview", "Kernels", payload, static_html, order=10, respond=respond)
+TAB = Tab("overview", "Kernels", payload, order=10, respond=respond)

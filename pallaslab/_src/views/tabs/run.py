@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-import html
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection
+from typing import TYPE_CHECKING
 
-from pallaslab._src import sources
-from pallaslab._src.records import Leak, OutOfBounds, RaceCheck, SourceLocation
-from pallaslab._src.views import fmt, heatmap
-from pallaslab._src.views.tabs import Payload, Tab
+from pallaslab._src.records import Leak, OutOfBounds, RaceCheck
+from pallaslab._src.views import fmt, heatmap, where
+from pallaslab._src.views.contracts import (
+    ComparisonModel,
+    LeakModel,
+    OutOfBoundsModel,
+    RaceCheckModel,
+    RunPane,
+    RunResultModel,
+)
+from pallaslab._src.views.tabs import Tab
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -39,14 +46,7 @@ LEAK_TITLES = {
 }
 
 
-def _where(location: SourceLocation | None) -> dict[str, Any] | None:
-    if location is None:
-        return None
-    return {"label": sources.label(location.file), "line": location.line}
-
-
-def _leak(leak: Leak) -> dict[str, Any]:
-    location = leak.location
+def _leak(leak: Leak, allowed: Collection[str]) -> LeakModel:
     return {
         "title": LEAK_TITLES.get(leak.cause, "Leak"),
         "text": leak.describe(with_location=False),
@@ -55,15 +55,11 @@ def _leak(leak: Leak) -> dict[str, Any]:
         "source": leak.source,
         "cause": leak.cause,
         "tiles": [list(t) for t in leak.tiles[:256]],
-        "where": (
-            {"label": sources.label(location.file), "line": location.line}
-            if location is not None
-            else None
-        ),
+        "where": where.location(leak.location, allowed),
     }
 
 
-def _out_of_bounds(found: OutOfBounds) -> dict[str, Any]:
+def _out_of_bounds(found: OutOfBounds, allowed: Collection[str]) -> OutOfBoundsModel:
     return {
         "text": found.describe(with_location=False),
         "kernel": found.kernel,
@@ -72,17 +68,17 @@ def _out_of_bounds(found: OutOfBounds) -> dict[str, Any]:
         "cause": found.cause,
         "programs": [list(p) for p in found.programs],
         "programCount": found.program_count,
-        "where": _where(found.location),
+        "where": where.location(found.location, allowed),
     }
 
 
-def _race_check(check: RaceCheck) -> dict[str, Any]:
+def _race_check(check: RaceCheck) -> RaceCheckModel:
     return {
         "text": check.describe(),
         "kernel": check.kernel,
         "backend": check.backend,
         "confirmed": check.confirmed,
-        "tiles": [[output, list(tile)] for output, tile in check.tiles],
+        "tiles": [(output, list(tile)) for output, tile in check.tiles],
     }
 
 
@@ -96,8 +92,8 @@ def inputs_line(inspection: Inspection) -> str:
     return f"inputs{which}: seeded random, from shapes"
 
 
-def payload(inspection: Inspection) -> Payload:
-    """The Run tab's data."""
+def payload(inspection: Inspection) -> RunPane:
+    """The Run tab's view model."""
     result = inspection.result
     if result is None:
         message = (
@@ -106,16 +102,17 @@ def payload(inspection: Inspection) -> Payload:
             else "Not run (--no-run). Run it with inspection.run(...)."
         )
         return {"result": None, "message": message}
+    allowed = where.kernel_files(inspection.kernels)
     comparison = result.comparison
-    data: dict[str, Any] = {
+    data: RunResultModel = {
         "backend": result.backend,
         "mode": result.mode,
         "seconds": fmt.seconds(result.seconds),
         "note": _NOTES.get(result.mode, ""),
         "inputs": inputs_line(inspection),
         "notices": list(result.notices),
-        "leaks": [_leak(leak) for leak in result.leaks],
-        "outOfBounds": [_out_of_bounds(o) for o in result.out_of_bounds],
+        "leaks": [_leak(leak, allowed) for leak in result.leaks],
+        "outOfBounds": [_out_of_bounds(o, allowed) for o in result.out_of_bounds],
         "raceChecks": [_race_check(c) for c in result.race_checks if c.orders],
         "outputs": [
             {
@@ -132,14 +129,18 @@ def payload(inspection: Inspection) -> Payload:
         "comparison": None,
     }
     if comparison is not None:
-        data["comparison"] = {
+        found: ComparisonModel = {
             "ok": comparison.ok,
             "maxAbs": fmt.number(comparison.max_abs_err),
             "maxRel": fmt.number(comparison.max_rel_err),
             "rtol": fmt.number(comparison.rtol),
             "atol": fmt.number(comparison.atol),
             "mismatched": comparison.mismatched,
-            "problem": comparison.problem,
+            "problem": comparison.problem or "",
+            "verdict": "✓ matches the reference"
+            if comparison.ok
+            else "✗ does not match the reference",
+            "detail": "",
             # Outputs that differ (or hold NaN/Inf), block by block.
             "tiles": [
                 heatmap.payload(t)
@@ -147,68 +148,12 @@ def payload(inspection: Inspection) -> Payload:
                 if t.bad_tiles or t.nan_count or t.inf_count or t.reference_nonfinite
             ],
         }
+        found["detail"] = found["problem"] or (
+            f"max abs error {found['maxAbs']}, max rel error {found['maxRel']}, "
+            f"{found['mismatched']} element(s) outside rtol={found['rtol']} atol={found['atol']}"
+        )
+        data["comparison"] = found
     return {"result": data, "message": ""}
 
 
-def static_html(inspection: Inspection) -> str:
-    """The Run tab as HTML."""
-    data = payload(inspection)
-    result = data["result"]
-    if result is None:
-        return f"<p>{html.escape(data['message'])}</p>"
-    parts = [
-        f"<p>Ran on <b>{html.escape(result['backend'])}</b> ({html.escape(result['mode'])}) "
-        f"in {html.escape(result['seconds'])}.</p>"
-    ]
-    if result["note"]:
-        parts.append(f"<p class='pl-notice'>{html.escape(result['note'])}</p>")
-    if result["inputs"]:
-        parts.append(f"<p class='pl-facts'>{html.escape(result['inputs'])}</p>")
-    rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{html.escape(str(o[c]))}</td>"
-            for c in ("path", "type", "preview", "min", "max", "nan", "inf")
-        )
-        + "</tr>"
-        for o in result["outputs"]
-    )
-    parts.append(
-        "<table><tr><th>output</th><th>type</th><th>values</th><th>min</th><th>max</th>"
-        f"<th>NaN</th><th>Inf</th></tr>{rows}</table>"
-    )
-    parts.extend(f"<p class='pl-facts'>{html.escape(n)}</p>" for n in result["notices"])
-    parts.extend(
-        f"<p class='pl-warning'>{html.escape(_located(leak))}</p>" for leak in result["leaks"]
-    )
-    parts.extend(
-        f"<p class='pl-warning'>{html.escape(_located(found, 'Out of bounds'))}</p>"
-        for found in result["outOfBounds"]
-    )
-    for check in result["raceChecks"]:
-        css = "pl-warning" if check["confirmed"] else "pl-facts"
-        parts.append(f"<p class='{css}'>{html.escape(check['text'])}</p>")
-    comparison = result["comparison"]
-    if comparison is not None:
-        verdict = "matches the reference" if comparison["ok"] else "DOES NOT match the reference"
-        detail = comparison["problem"] or (
-            f"max abs error {comparison['maxAbs']}, max rel error {comparison['maxRel']}, "
-            f"{comparison['mismatched']} element(s) outside rtol={comparison['rtol']} "
-            f"atol={comparison['atol']}"
-        )
-        parts.append(f"<p><b>{verdict}</b>: {html.escape(detail)}</p>")
-        for tile in comparison.get("tiles", []):
-            parts.append(f"<p>{html.escape(heatmap.describe(tile))}</p>")
-            parts.append(heatmap.static_svg(tile))
-            if tile["note"]:
-                parts.append(f"<p class='pl-notice'>{html.escape(tile['note'])}</p>")
-    return "".join(parts)
-
-
-def _located(finding: dict[str, Any], title: str = "") -> str:
-    where = finding["where"]
-    prefix = f"{where['label']} line {where['line']}: " if where else ""
-    return f"{title or finding.get('title', 'Leak')} — {prefix}{finding['text']}"
-
-
-TAB = Tab("run", "Run", payload, static_html, order=60)
+TAB = Tab("run", "Run", payload, order=60)

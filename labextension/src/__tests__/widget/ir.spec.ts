@@ -1,0 +1,109 @@
+/**
+ * @jest-environment jsdom
+ */
+// The IR tab: a lowering asked for, its text arriving in pieces, linked to source.
+import type { IIrLoweredReply, TabRequestBody } from '../../contracts';
+import { IR } from '../../widget/tabs/ir';
+import { fakeContext, settle } from './fakes';
+import { IR as IR_PANE } from './fixtures';
+
+const SUMMARY: IIrLoweredReply = {
+  type: 'lowered',
+  key: { kernel: 0, target: 'triton', stage: '' },
+  kernel: 'add_kernel',
+  language: 'mlir',
+  header: 'Triton IR (TTIR)',
+  notes: ['a note'],
+  seconds: 0.5,
+  error: null,
+  resources: {
+    kind: 'gpu',
+    summary: 'sm_90 \u00b7 32 registers/thread',
+    facts: [['architecture', 'sm_90']],
+    occupancy: []
+  },
+  stages: [],
+  lines: 3,
+  chunks: 2,
+  mapped: 1
+};
+
+function answer(body: TabRequestBody) {
+  if ('type' in body && body.type === 'lower') {
+    return SUMMARY;
+  }
+  if ('type' in body && body.type === 'chunk') {
+    return body.index === 0
+      ? {
+          type: 'chunk' as const,
+          index: 0,
+          first: 1,
+          lines: ['module {', '  %0 = arith.addf %a, %b'],
+          map: [[2, 0, 2]] as [number, number, number][],
+          last: false
+        }
+      : {
+          type: 'chunk' as const,
+          index: 1,
+          first: 3,
+          lines: ['}'],
+          map: [],
+          last: true
+        };
+  }
+  return { error: 'unexpected' };
+}
+
+describe('the IR tab', () => {
+  it('lowers, fetches every piece and says how much is linked', async () => {
+    const root = document.createElement('div');
+    const ctx = fakeContext(answer);
+    IR.render(root, IR_PANE, ctx);
+    expect(root.querySelector('.pl-hint')?.textContent).toBe('Lowering\u2026');
+    await settle();
+    await settle();
+    expect(ctx.asked).toEqual([
+      { type: 'lower', kernel: 0, target: 'triton', stage: '' },
+      { type: 'chunk', index: 0, kernel: 0, target: 'triton', stage: '' },
+      { type: 'chunk', index: 1, kernel: 0, target: 'triton', stage: '' }
+    ]);
+    expect(root.querySelector('.pl-toolbar .pl-hint')?.textContent).toBe(
+      '3 lines, 1 linked to source \u00b7 lowered in 0.5 s'
+    );
+    expect(root.querySelector('.pl-ir-header')?.textContent).toContain(
+      'a note'
+    );
+    expect(root.querySelector('.pl-ir-resources summary')?.textContent).toBe(
+      'Resources: sm_90 \u00b7 32 registers/thread'
+    );
+    expect(
+      root.querySelectorAll('.pl-split .pl-code-title')[0]?.textContent
+    ).toBe('Cell [3]');
+  });
+
+  it('shows why a target could not lower', async () => {
+    const root = document.createElement('div');
+    IR.render(
+      root,
+      IR_PANE,
+      fakeContext(() => ({ type: 'failed', message: 'no triton here' }))
+    );
+    await settle();
+    expect(root.querySelector('.pl-problem')?.textContent).toBe(
+      'no triton here'
+    );
+  });
+
+  it('offers every target by group', () => {
+    const root = document.createElement('div');
+    IR.render(
+      root,
+      IR_PANE,
+      fakeContext(() => ({ error: '' }))
+    );
+    const groups = Array.from(root.querySelectorAll('optgroup')).map(
+      g => g.label
+    );
+    expect(groups).toEqual(['GPU', 'TPU']);
+  });
+});

@@ -1,0 +1,747 @@
+/**
+ * The live benchmark view (anywidget's ES module): progress, then time, TFLOP/s or
+ * GB/s vs size (or config), Pallas vs XLA, a roofline and a table. Drawn with SVG
+ * elements and text nodes only. Traits typed by the contracts (`IBenchPlan`,
+ * `IBenchRow`, `IBenchProgress`, `BenchMetric`).
+ */
+
+import type {
+  BenchMetric,
+  IBenchPlan,
+  IBenchProgress,
+  IBenchRow
+} from '../contracts';
+import { IWidgetModel } from './context';
+import { clear, h, svg, table } from './dom';
+
+const IMPL_COLOURS: { [impl: string]: string } = {
+  pallas: '#1976d2',
+  xla: '#bc4c00'
+};
+const OTHER_COLOURS = ['#2e7d32', '#6a1b9a', '#00838f', '#ad1457'];
+type NumericKey = 'median_ms' | 'tflops' | 'gbps';
+const METRIC_KEYS: { [metric: string]: { key: NumericKey; label: string } } = {
+  time: { key: 'median_ms', label: 'time (ms) \u2014 median, bars: p25..p75' },
+  tflops: { key: 'tflops', label: 'TFLOP/s' },
+  gbps: { key: 'gbps', label: 'GB/s' }
+};
+const W = 640;
+const H = 300;
+const M = { left: 64, right: 16, top: 12, bottom: 58 };
+
+/** A number in a few significant digits ("-" for none). */
+export function num(v: unknown, digits = 3): string {
+  if (typeof v !== 'number' || !isFinite(v)) {
+    return '-';
+  }
+  if (Number.isInteger(v) && Math.abs(v) < 1e6) {
+    return String(v);
+  }
+  if (v !== 0 && (Math.abs(v) >= 1e5 || Math.abs(v) < 1e-3)) {
+    return v.toExponential(1);
+  }
+  return String(Number(v.toPrecision(digits)));
+}
+
+function colourOf(impl: string, impls: string[]): string {
+  return (
+    IMPL_COLOURS[impl] ??
+    OTHER_COLOURS[impls.indexOf(impl) % OTHER_COLOURS.length]
+  );
+}
+
+interface IScale {
+  (v: number): number;
+  domain: [number, number];
+}
+
+function makeScale(
+  lo: number,
+  hi: number,
+  r0: number,
+  r1: number,
+  log: boolean
+): IScale {
+  let a = log ? Math.log10(lo) : lo;
+  let b = log ? Math.log10(hi) : hi;
+  if (!(b > a)) {
+    a -= log ? 0.5 : Math.abs(a) * 0.5 || 1;
+    b += log ? 0.5 : Math.abs(b) * 0.5 || 1;
+  }
+  const f = ((v: number) =>
+    r0 + (((log ? Math.log10(v) : v) - a) / (b - a)) * (r1 - r0)) as IScale;
+  f.domain = [log ? 10 ** a : a, log ? 10 ** b : b];
+  return f;
+}
+
+/** Round tick values between lo and hi (1-2-5 decades on a log axis). */
+export function niceTicks(lo: number, hi: number, log: boolean): number[] {
+  if (log) {
+    const out: number[] = [];
+    for (
+      let e = Math.floor(Math.log10(lo));
+      e <= Math.ceil(Math.log10(hi));
+      e++
+    ) {
+      for (const m of [1, 2, 5]) {
+        const v = m * 10 ** e;
+        if (v >= lo * 0.999 && v <= hi * 1.001) {
+          out.push(v);
+        }
+      }
+    }
+    return out.length > 8
+      ? out.filter(v => Math.abs(Math.log10(v) % 1) < 1e-9)
+      : out;
+  }
+  const span = hi - lo || Math.abs(hi) || 1;
+  const step0 = 10 ** Math.floor(Math.log10(span / 5));
+  const step =
+    [1, 2, 5, 10].map(m => m * step0).find(st => span / st <= 6) ?? step0 * 10;
+  const out: number[] = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
+    out.push(Number(v.toPrecision(12)));
+  }
+  return out;
+}
+
+// Tick labels may hold several lines (a config's "A=1, B=2" is drawn one name per
+// line); the plot grows downwards to fit them.
+function axesFrame(
+  plot: SVGElement,
+  y: IScale,
+  yTicks: number[],
+  xTicks: [number, string][],
+  xLabel: string,
+  yLabel: string
+): void {
+  for (const t of yTicks) {
+    plot.append(
+      svg('line', {
+        x1: M.left,
+        x2: W - M.right,
+        y1: y(t),
+        y2: y(t),
+        class: 'pl-gridline'
+      }),
+      svg('text', { x: M.left - 6, y: y(t) + 3, 'text-anchor': 'end' }, num(t))
+    );
+  }
+  let lines = 1;
+  for (const [pos, label] of xTicks) {
+    plot.append(
+      svg('line', {
+        x1: pos,
+        x2: pos,
+        y1: H - M.bottom,
+        y2: H - M.bottom + 4,
+        class: 'pl-axis'
+      })
+    );
+    const parts = String(label).split(', ');
+    lines = Math.max(lines, parts.length);
+    plot.append(
+      svg(
+        'text',
+        { x: pos, y: H - M.bottom + 14, 'text-anchor': 'middle' },
+        parts.map((part, k) => svg('tspan', { x: pos, dy: k ? 11 : 0 }, part))
+      )
+    );
+  }
+  const height = H + (lines - 1) * 11;
+  plot.setAttribute('height', String(height));
+  plot.append(
+    svg('line', {
+      x1: M.left,
+      x2: W - M.right,
+      y1: H - M.bottom,
+      y2: H - M.bottom,
+      class: 'pl-axis'
+    }),
+    svg('line', {
+      x1: M.left,
+      x2: M.left,
+      y1: M.top,
+      y2: H - M.bottom,
+      class: 'pl-axis'
+    }),
+    svg(
+      'text',
+      {
+        x: (M.left + W - M.right) / 2,
+        y: height - 6,
+        'text-anchor': 'middle'
+      },
+      xLabel
+    ),
+    svg(
+      'text',
+      {
+        x: 12,
+        y: (M.top + H - M.bottom) / 2,
+        'text-anchor': 'middle',
+        transform: `rotate(-90 12 ${(M.top + H - M.bottom) / 2})`
+      },
+      yLabel
+    )
+  );
+}
+
+function value(r: IBenchRow, key: NumericKey): number {
+  return r[key] ?? NaN;
+}
+
+function metricPlot(
+  plan: Partial<IBenchPlan>,
+  rows: IBenchRow[],
+  metric: string
+): SVGElement {
+  const { key, label } = METRIC_KEYS[metric];
+  const tune = plan.kind === 'tune';
+  const plot = svg('svg', {
+    width: W,
+    height: H,
+    class: 'pl-plot',
+    'data-metric': metric
+  });
+  const pointRows = rows.filter(r => !(tune && r.impl === 'xla'));
+  const categorical =
+    tune || pointRows.some(r => r.x === null || r.x === undefined);
+  const points = [...new Set(pointRows.map(r => r.point))];
+  const measured = rows.filter(
+    r => isFinite(value(r, key)) && value(r, key) > 0
+  );
+  if (!measured.length && !pointRows.length) {
+    plot.append(
+      svg(
+        'text',
+        { x: W / 2, y: H / 2, 'text-anchor': 'middle' },
+        'waiting for the first point\u2026'
+      )
+    );
+    return plot;
+  }
+  const xs = pointRows
+    .map(r => r.x)
+    .filter((x): x is number => typeof x === 'number');
+  const xLog =
+    !categorical &&
+    xs.length > 0 &&
+    Math.min(...xs) > 0 &&
+    Math.max(...xs) / Math.min(...xs) >= 8;
+  const band = (W - M.left - M.right) / Math.max(points.length, 1);
+  const xScale = categorical
+    ? null
+    : makeScale(
+        Math.min(...xs),
+        Math.max(...xs),
+        M.left + 20,
+        W - M.right - 20,
+        xLog
+      );
+  const x = (r: { point?: string; x?: number | null }) =>
+    xScale
+      ? xScale(r.x ?? 0)
+      : M.left + band * (points.indexOf(r.point ?? '') + 0.5);
+  const ys: number[] = [];
+  for (const r of measured) {
+    ys.push(value(r, key));
+    if (metric === 'time') {
+      if ((r.p25_ms ?? 0) > 0) {
+        ys.push(r.p25_ms as number);
+      }
+      if ((r.p75_ms ?? 0) > 0) {
+        ys.push(r.p75_ms as number);
+      }
+    }
+  }
+  const yLo = ys.length ? Math.min(...ys) : 1;
+  const yHi = ys.length ? Math.max(...ys) : 10;
+  const yLog = yLo > 0 && yHi / yLo > 20;
+  const y = makeScale(
+    yLog ? yLo / 1.3 : Math.min(0, yLo),
+    yHi * (yLog ? 1.3 : 1.08),
+    H - M.bottom,
+    M.top,
+    yLog
+  );
+  const xTicks: [number, string][] = categorical
+    ? points.map(p => [M.left + band * (points.indexOf(p) + 0.5), p])
+    : [...new Set(xs)].slice(0, 14).map(v => [x({ x: v }), num(v)]);
+  axesFrame(
+    plot,
+    y,
+    niceTicks(y.domain[0], y.domain[1], yLog),
+    xTicks,
+    categorical
+      ? (plan.x_label ?? '')
+      : (plan.x_label ?? '') + (xLog ? ' (log scale)' : ''),
+    label + (yLog ? ' (log)' : '')
+  );
+  const impls = [...new Set(rows.map(r => r.impl))];
+  for (const impl of impls) {
+    const colour = colourOf(impl, impls);
+    const mine = measured.filter(r => r.impl === impl);
+    if (tune && impl === 'xla') {
+      for (const r of mine) {
+        plot.append(
+          svg(
+            'line',
+            {
+              x1: M.left,
+              x2: W - M.right,
+              y1: y(value(r, key)),
+              y2: y(value(r, key)),
+              stroke: colour,
+              'stroke-dasharray': '6 4',
+              'data-impl': impl
+            },
+            svg('title', {}, `XLA baseline: ${num(value(r, key))} ${label}`)
+          )
+        );
+      }
+      continue;
+    }
+    if (!categorical && mine.length > 1) {
+      const sorted = [...mine].sort((a, b) => (a.x ?? 0) - (b.x ?? 0));
+      plot.append(
+        svg('polyline', {
+          points: sorted.map(r => `${x(r)},${y(value(r, key))}`).join(' '),
+          fill: 'none',
+          stroke: colour,
+          'stroke-width': 2
+        })
+      );
+    }
+    for (const r of mine) {
+      const cx =
+        x(r) +
+        (categorical && impls.length > 1
+          ? (impls.indexOf(impl) - (impls.length - 1) / 2) * 6
+          : 0);
+      if (metric === 'time' && (r.p25_ms ?? 0) > 0 && (r.p75_ms ?? 0) > 0) {
+        plot.append(
+          svg('line', {
+            x1: cx,
+            x2: cx,
+            y1: y(r.p25_ms as number),
+            y2: y(r.p75_ms as number),
+            stroke: colour
+          })
+        );
+      }
+      const wrong = r.status === 'wrong';
+      plot.append(
+        svg(
+          'circle',
+          {
+            cx,
+            cy: y(value(r, key)),
+            r: 4,
+            fill: wrong ? '#fff' : colour,
+            stroke: wrong ? '#cf222e' : colour,
+            'stroke-width': wrong ? 2 : 1,
+            'data-impl': impl,
+            'data-point': r.point
+          },
+          svg(
+            'title',
+            {},
+            `${impl} ${r.point}: ${num(value(r, key))} ${label}` +
+              (r.cached ? ' (cached)' : '') +
+              (wrong ? ` \u2014 WRONG: ${r.error}` : '')
+          )
+        )
+      );
+    }
+  }
+  for (const r of rows.filter(r =>
+    String(r.status || 'ok').startsWith('failed')
+  )) {
+    if (!points.includes(r.point)) {
+      continue;
+    }
+    plot.append(
+      svg(
+        'text',
+        {
+          x: x(r),
+          y: H - M.bottom - 4,
+          'text-anchor': 'middle',
+          class: 'pl-failed-mark',
+          style: 'fill:#cf222e;font-size:16px;font-weight:700'
+        },
+        '\u2717',
+        svg('title', {}, `${r.point}: ${r.status}: ${r.error}`)
+      )
+    );
+  }
+  return plot;
+}
+
+function roofline(plan: Partial<IBenchPlan>, rows: IBenchRow[]): HTMLElement {
+  const wrap = h('div', {});
+  const placed = rows.filter(
+    r => (r.flops ?? 0) > 0 && (r.bytes ?? 0) > 0 && (r.median_ms ?? 0) > 0
+  );
+  const intensity = (r: IBenchRow) => (r.flops as number) / (r.bytes as number);
+  const intensities = [...new Set(placed.map(intensity))];
+  if (!plan.chip) {
+    wrap.append(
+      h('p', {
+        class: 'pl-notice',
+        text:
+          `No roof to draw: this device (${plan.device}) is not in pallaslab's ` +
+          'hardware table; pass chip="H100" (or "v5e" \u2026) to choose one.'
+      })
+    );
+    if (intensities.length) {
+      wrap.append(
+        h('p', {
+          text:
+            'Arithmetic intensity: ' +
+            intensities.map(v => `${num(v)} FLOP/byte`).join(', ')
+        })
+      );
+    }
+    return wrap;
+  }
+  const peak = plan.peak_flops ?? 0;
+  const bw = plan.peak_bandwidth ?? 0;
+  const ridge = peak / bw;
+  const lo = Math.min(ridge / 16, ...intensities.map(v => v / 4));
+  const hi = Math.max(ridge * 16, ...intensities.map(v => v * 4));
+  const x = makeScale(lo, hi, M.left, W - M.right, true);
+  const achieved = placed.map(
+    r => (r.flops as number) / ((r.median_ms as number) / 1e3) / 1e12
+  );
+  const yHi = (peak / 1e12) * 2;
+  const yLo = Math.min((bw * lo) / 1e12, ...achieved.filter(v => v > 0)) / 2;
+  const y = makeScale(yLo, yHi, H - M.bottom, M.top, true);
+  const plot = svg('svg', {
+    width: W,
+    height: H,
+    class: 'pl-plot',
+    'data-metric': 'roofline'
+  });
+  const xt = niceTicks(lo, hi, true)
+    .filter(v => Math.abs(Math.log10(v) % 1) < 1e-9)
+    .map(v => [x(v), num(v)] as [number, string]);
+  axesFrame(
+    plot,
+    y,
+    niceTicks(yLo, yHi, true),
+    xt,
+    'arithmetic intensity (FLOP/byte, log)',
+    'TFLOP/s (log)'
+  );
+  const roof: string[] = [];
+  for (let k = 0; k <= 64; k++) {
+    const v = lo * (hi / lo) ** (k / 64);
+    roof.push(`${x(v)},${y(Math.min(peak, v * bw) / 1e12)}`);
+  }
+  plot.append(
+    svg(
+      'polyline',
+      {
+        points: roof.join(' '),
+        fill: 'none',
+        stroke: '#333',
+        'stroke-width': 2,
+        class: 'pl-roof'
+      },
+      svg('title', {}, plan.peak_label ?? '')
+    ),
+    svg(
+      'text',
+      { x: x(ridge) + 4, y: y(peak / 1e12) - 4 },
+      `${plan.chip} roof \u00b7 ridge ${num(ridge)} FLOP/B`
+    )
+  );
+  const impls = [...new Set(rows.map(r => r.impl))];
+  if (plan.backend === 'cpu') {
+    for (const v of intensities) {
+      plot.append(
+        svg(
+          'line',
+          {
+            x1: x(v),
+            x2: x(v),
+            y1: M.top,
+            y2: H - M.bottom,
+            stroke: '#1976d2',
+            'stroke-dasharray': '4 3'
+          },
+          svg(
+            'title',
+            {},
+            `the kernel's arithmetic intensity: ${num(v)} FLOP/byte`
+          )
+        )
+      );
+    }
+    wrap.append(
+      plot,
+      h('p', {
+        class: 'pl-notice',
+        text:
+          'CPU interpret timings are not placed on a GPU/TPU roof. The dashed lines ' +
+          "show where the kernel's arithmetic intensity sits: left of the ridge it is " +
+          'memory-bound, right of it compute-bound.'
+      })
+    );
+    return wrap;
+  }
+  placed.forEach((r, i) => {
+    plot.append(
+      svg(
+        'circle',
+        {
+          cx: x(intensity(r)),
+          cy: y(achieved[i]),
+          r: 4,
+          fill: colourOf(r.impl, impls),
+          'data-impl': r.impl
+        },
+        svg(
+          'title',
+          {},
+          `${r.impl} ${r.point}: ${num(achieved[i])} TFLOP/s, ` +
+            `${num(r.pct_of_peak, 2)}% of the roof`
+        )
+      )
+    );
+  });
+  wrap.append(plot);
+  return wrap;
+}
+
+const TABLE_COLUMNS: [keyof IBenchRow, string][] = [
+  ['impl', 'impl'],
+  ['point', 'point'],
+  ['median_ms', 'median ms'],
+  ['p25_ms', 'p25'],
+  ['p75_ms', 'p75'],
+  ['tflops', 'TFLOP/s'],
+  ['gbps', 'GB/s'],
+  ['pct_of_peak', '% of peak'],
+  ['compile_ms', 'compile ms'],
+  ['status', 'status']
+];
+
+function rowsTable(rows: IBenchRow[]): HTMLElement {
+  return h(
+    'div',
+    { class: 'pl-bench-table' },
+    table(
+      TABLE_COLUMNS.map(c => c[1]),
+      rows.map(r =>
+        TABLE_COLUMNS.map(
+          ([k]) =>
+            (typeof r[k] === 'number' ? num(r[k], 4) : String(r[k] ?? '')) +
+            (k === 'status' && r.cached ? ' (cached)' : '')
+        )
+      )
+    )
+  );
+}
+
+/** The fastest Pallas row that ran and matched. */
+export function bestOf(rows: IBenchRow[]): IBenchRow | null {
+  const ok = rows.filter(
+    r =>
+      r.impl === 'pallas' &&
+      r.status === 'ok' &&
+      r.correct !== false &&
+      (r.median_ms ?? 0) > 0
+  );
+  return ok.length
+    ? ok.reduce((a, b) =>
+        (b.median_ms as number) < (a.median_ms as number) ? b : a
+      )
+    : null;
+}
+
+const METRICS: [BenchMetric, string][] = [
+  ['time', 'Time'],
+  ['tflops', 'TFLOP/s'],
+  ['gbps', 'GB/s'],
+  ['roofline', 'Roofline'],
+  ['table', 'Table']
+];
+
+/** Draws the benchmark view into `el`; returns the clean-up anywidget calls. */
+export function render({
+  model,
+  el
+}: {
+  model: IWidgetModel;
+  el: HTMLElement;
+}): () => void {
+  const root = h('div', { class: 'pallaslab pl-bench' });
+  const draw = () => {
+    clear(root);
+    const plan = (model.get('plan') ?? {}) as Partial<IBenchPlan>;
+    const rows = (model.get('rows') ?? []) as IBenchRow[];
+    const p = (model.get('progress') ?? {}) as Partial<IBenchProgress>;
+    const metric = (model.get('metric') as BenchMetric) || 'time';
+    root.append(
+      h(
+        'div',
+        { class: 'pl-header' },
+        h('span', { class: 'pl-brand', text: 'pallaslab' }),
+        h('span', { class: 'pl-title', text: plan.title || 'benchmark' }),
+        plan.device
+          ? h('span', {
+              class: 'pl-badge',
+              text: `${plan.backend} \u00b7 ${plan.device}`
+            })
+          : null,
+        plan.chip
+          ? h('span', { class: 'pl-badge', text: `roof: ${plan.chip}` })
+          : null
+      )
+    );
+    if (plan.note) {
+      root.append(
+        h('div', { class: 'pl-cpu-label', role: 'note', text: plan.note })
+      );
+    }
+    const total = p.total || 0;
+    const done = p.done || 0;
+    const pct = total ? Math.round((100 * done) / total) : 0;
+    let status = `${done} / ${total}`;
+    if (p.state === 'running') {
+      status +=
+        (p.current ? ` \u00b7 ${p.current}` : '') +
+        ` \u00b7 ${num(p.elapsedS, 2)} s` +
+        (p.etaS !== null && p.etaS !== undefined
+          ? ` \u00b7 ~${num(p.etaS, 2)} s left`
+          : '');
+    } else if (p.state) {
+      status += ` \u00b7 ${p.state}${p.message ? `: ${p.message}` : ''}`;
+    }
+    root.append(
+      h(
+        'div',
+        {
+          class: 'pl-progress',
+          role: 'progressbar',
+          'aria-valuenow': pct,
+          'aria-valuemin': 0,
+          'aria-valuemax': 100
+        },
+        h(
+          'div',
+          { class: 'pl-progress-bar' },
+          h('div', {
+            class: `pl-progress-fill pl-${p.state || ''}`,
+            style: `width:${pct}%`
+          })
+        ),
+        h('span', { class: 'pl-progress-text', text: status })
+      )
+    );
+    const bar = h('div', { class: 'pl-toolbar', style: 'margin: 4px 10px' });
+    for (const [id, title] of METRICS) {
+      bar.append(
+        h('button', {
+          class: 'pl-tab' + (id === metric ? ' pl-selected' : ''),
+          dataset: { metric: id },
+          text: title,
+          onclick: () => {
+            model.set('metric', id);
+            model.save_changes();
+          }
+        })
+      );
+    }
+    root.append(bar);
+    if (metric === 'table') {
+      root.append(rowsTable(rows));
+    } else if (metric === 'roofline') {
+      root.append(roofline(plan, rows));
+    } else {
+      root.append(
+        metricPlot(plan, rows, metric in METRIC_KEYS ? metric : 'time')
+      );
+    }
+    const impls = [...new Set(rows.map(r => r.impl))];
+    root.append(
+      h(
+        'div',
+        { class: 'pl-legend' },
+        ...impls.map(i =>
+          h(
+            'span',
+            {},
+            h('span', {
+              class: 'pl-swatch',
+              style: `background:${colourOf(i, impls)}`
+            }),
+            i === 'xla' ? 'XLA (reference under jax.jit)' : i
+          )
+        )
+      )
+    );
+    if (plan.kind === 'tune' && p.state && p.state !== 'running') {
+      const best = bestOf(rows);
+      root.append(
+        h(
+          'p',
+          { style: 'margin: 4px 10px' },
+          h('b', {
+            text: best
+              ? `Best: ${best.point} (${num(best.median_ms, 4)} ms)`
+              : 'No config ran and matched the reference.'
+          })
+        )
+      );
+    }
+    const failures = rows.filter(r => r.error);
+    if (failures.length) {
+      root.append(
+        h(
+          'div',
+          { class: 'pl-bench-errors' },
+          ...failures.map(r =>
+            h(
+              'div',
+              {},
+              h('b', { text: `${r.point}: ${r.status}` }),
+              ' ',
+              h('code', { text: r.error })
+            )
+          )
+        )
+      );
+    }
+    if (plan.peak_label && metric === 'roofline') {
+      root.append(
+        h('p', {
+          class: 'pl-facts',
+          style: 'margin: 4px 10px',
+          text: `Roof: ${plan.peak_label}`
+        })
+      );
+    }
+  };
+  const events = [
+    'change:rows',
+    'change:progress',
+    'change:plan',
+    'change:metric'
+  ];
+  for (const e of events) {
+    model.on(e, draw);
+  }
+  draw();
+  el.append(root);
+  return () => {
+    for (const e of events) {
+      model.off(e, draw);
+    }
+  };
+}
+
+export default { render };
