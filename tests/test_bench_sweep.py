@@ -12,9 +12,9 @@ import pytest
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src import hardware
 from pallaslab._src.bench import harness, live, roofline, sweep, tune
 from pallaslab._src.bench.cache import TuneCache
+from pallaslab._src.records import hardware
 from pallaslab._src.views.benchview import BenchView
 from tests import corpus
 

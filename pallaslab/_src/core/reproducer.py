@@ -33,12 +33,15 @@ import jax
 import numpy as np
 from jax.experimental import pallas
 
-from pallaslab._src import funcsource, sources, version
-from pallaslab._src.core import chips, compile_cache, jax_adapter, running
-from pallaslab._src.core.inspection import Inspection
+from pallaslab._src.base import sources, version
+from pallaslab._src.core import chips, compile_cache, funcsource, jax_adapter, lowering, running
 from pallaslab._src.core.jax_adapter import capture
 from pallaslab._src.core.jax_adapter.lowering import TPU_DEVICE_KINDS
-from pallaslab._src.targets import parse_target
+from pallaslab._src.core.prefetch import kernel_inputs
+from pallaslab._src.core.program import Traced, require_program
+from pallaslab._src.core.seeded import example_arrays
+from pallaslab._src.geometry.mismatch import tolerance_for
+from pallaslab._src.records.targets import parse_target
 
 # Public modules library objects are imported from, and the names scripts give them.
 _ALIASES = {
@@ -95,9 +98,9 @@ _RESERVED = (
 )
 
 # Floating outputs compare within these (rtol, atol relative to the largest magnitude),
-# as pallaslab's own runs do (`running.tolerance_for`).
+# as pallaslab's own runs do (`mismatch.tolerance_for`).
 _TOLERANCES = {
-    dtype: running.tolerance_for(dtype)
+    dtype: tolerance_for(dtype)
     for dtype in ("bfloat16", "float16", "float32", "float64", "complex64", "complex128")
 }
 
@@ -140,7 +143,7 @@ def checksum(value: Any) -> str:
 
 
 def write_reproducer(
-    inspection: Inspection,
+    inspection: Traced,
     path: str | Path,
     *,
     kernel: int | str = 0,
@@ -163,7 +166,7 @@ def write_reproducer(
         ValueError: When there is no traced call, or the kernel is not a
             `pallas_call` the script can rebuild (says why).
     """
-    program = inspection.program
+    program = require_program(inspection, "write a reproducer")
     if program.flat_fn is None:
         raise ValueError(
             "a reproducer rebuilds a traced call; name one on the magic line "
@@ -181,7 +184,7 @@ def write_reproducer(
     if any(not isinstance(d, int | np.integer) for d in record.grid):
         raise ValueError(f"{record.name} has a grid known only at run time; not written")
     parsed = parse_target(target) if target else None
-    leaves = running.example_arrays(program.example_args)
+    leaves = example_arrays(program.example_args)
     # Some kernels ask which TPU they are on while being traced (`emit_pipeline`); off
     # a TPU they are traced for pallaslab's chosen chip, and the script answers the same.
     asks_for_a_tpu = False
@@ -202,15 +205,16 @@ def write_reproducer(
     if construction is None:
         construction, vmap_axes = _vmapped_construction(retraced, constructions, record.name)
 
-    operands = jax_adapter.kernel_inputs(site, program, leaves)
+    found = kernel_inputs(program, record.index, leaves, interpret_earlier=False)
+    operands = list(found.values) if found.values is not None else None
     specs = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in site.in_avals]
     if operands is None:
         notes.append(
-            "the kernel runs inside a loop or a branch of the program, so its operands "
-            "there are unknown: the script makes seeded random ones"
+            f"the kernel's operands in the program are unknown ({found.reason}): the "
+            "script makes seeded random ones"
         )
     if not save_inputs or operands is None:
-        operands = running.example_arrays(specs)
+        operands = example_arrays(specs)
         if save_inputs is False:
             notes.append(
                 "the script makes seeded random operands (as pallaslab does for shapes); "
@@ -370,7 +374,7 @@ class _ScriptWriter:
         construction: capture.Construction,
         vmap_axes: tuple[tuple[int, ...], tuple[int, ...]] | None,
         target: Any,
-        inspection: Inspection,
+        inspection: Traced,
         tpu_answer: tuple[str, int] | None = None,
     ) -> None:
         self.record = record
@@ -583,7 +587,7 @@ class _ScriptWriter:
         """What pallaslab saw lowering for the target, when it did."""
         if self.target is None:
             return ""
-        for lowered in self.inspection.lowerings():
+        for lowered in lowering.lowerings(self.inspection):
             if lowered.target != self.target.name or (
                 lowered.kernel_index is not None and lowered.kernel_index != self.record.index
             ):

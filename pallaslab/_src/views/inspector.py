@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from pallaslab._src import messages
+from pallaslab._src.base import messages
 from pallaslab._src.views import bundle, texts
 from pallaslab._src.views.header import Problem, header, summary_text
 from pallaslab._src.views.static_page import static_page

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from pallaslab._src import messages
+from pallaslab._src.base import messages
 from pallaslab._src.views.header import Problem, header
 from pallaslab._src.views.tabs import all_tabs
 from pallaslab._src.views.texts import STATIC_PAGE_CHARS, clip_html

@@ -134,6 +134,26 @@ def interpret_kind(interpret: Any) -> str:
     return type(interpret).__name__
 
 
+def call_identity(params: dict[str, Any]) -> tuple[Any, Any]:
+    """What makes a pallas_call the same kernel: its body jaxpr and its grid mapping.
+
+    The emulator caches its analysis per body (weakly) and checks the mapping is the
+    one analysed (`id` of a live object).
+    """
+    return params["jaxpr"], params["grid_mapping"]
+
+
+def requested_interpret(params: dict[str, Any]) -> Any:
+    """What the call's `interpret=` asked for (None, a bool, or interpreter params)."""
+    return params.get("interpret")
+
+
+def call_name(params: dict[str, Any]) -> str:
+    """The kernel's name: `pallas_call(name=...)`, else its function's, else "kernel"."""
+    name = params.get("name") or getattr(params["jaxpr"].debug_info, "func_name", "")
+    return str(name or "kernel")
+
+
 @dataclasses.dataclass(frozen=True)
 class BlockLayout:
     """How one input or output of a kernel is cut into blocks.

@@ -5,11 +5,11 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import messages, sources
+from pallaslab._src.base import messages, sources
 from pallaslab._src.geometry import races as race_geometry
 from pallaslab._src.geometry.limits import MAX_PROGRAMS
-from pallaslab._src.perfhints import Hint
 from pallaslab._src.records import Kernel, Operand, SourceLocation
+from pallaslab._src.records.hints import Hint
 from pallaslab._src.views import fmt
 from pallaslab._src.views.tabs import Payload, Tab
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import sources
+from pallaslab._src.base import sources
 from pallaslab._src.records import Leak, OutOfBounds, RaceCheck, SourceLocation
 from pallaslab._src.views import fmt, heatmap
 from pallaslab._src.views.tabs import Payload, Tab

@@ -13,7 +13,7 @@ import html
 import math
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import messages
+from pallaslab._src.base import messages
 from pallaslab._src.geometry.tilemap import TileMap, shown_dims
 from pallaslab._src.records import Kernel
 from pallaslab._src.views import tilesdata
