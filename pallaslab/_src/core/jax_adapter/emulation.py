@@ -490,18 +490,6 @@ def _written_refs(jaxpr: Any) -> set[int] | None:
     return found
 
 
-_GRID_PRIMITIVES = frozenset({"program_id", "num_programs"})
-
-
-def _uses_grid(jaxpr: Any) -> bool:
-    for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
-        if eqn.primitive.name in _GRID_PRIMITIVES:
-            return True
-        if any(_uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
-            return True
-    return False
-
-
 def _eval_with_grid(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], env: Any) -> list[Any]:
     """Evaluates a discharged kernel body, program ids read from `env`.
 
@@ -524,7 +512,7 @@ def _eval_with_grid(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], env:
             outs = [jnp.asarray(env[eqn.params["axis"]].index, jnp.int32)]
         elif name == "num_programs":
             outs = [jnp.asarray(env[eqn.params["axis"]].size, jnp.int32)]
-        elif any(_uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
+        elif any(instrument.uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
             outs = _eval_higher_order(eqn, inputs, env)
         else:
             params = eqn.primitive.get_bind_params(eqn.params)
