@@ -58,12 +58,9 @@ def check(
         The result: `.ok`, `.max_abs_err`, `.max_rel_err`, `.bad_tiles` (output
         blocks that differ), `.heatmap` and one `CheckPoint` per set of inputs.
     """
-    points = _input_points(args, dict(kwargs or {}), make_args, sizes, dtypes)
-    if not callable(ref) and len(points) > 1:
-        raise ValueError(
-            "a reference given as a value fits one set of inputs; pass a callable to "
-            "check several sizes or dtypes"
-        )
+    points = _input_points(
+        ref, args, dict(kwargs or {}), make_args=make_args, sizes=sizes, dtypes=dtypes
+    )
     checked = [
         _check_point(
             point,
@@ -106,12 +103,9 @@ def check_traced(
         if args or kwargs or make_args is not None
         else program.rebuild(list(program.example_args))
     )
-    points = _input_points(base_args, base_kwargs, make_args, sizes, dtypes)
-    if not callable(ref) and len(points) > 1:
-        raise ValueError(
-            "a reference given as a value fits one set of inputs; pass a callable to "
-            "check several sizes or dtypes"
-        )
+    points = _input_points(
+        ref, base_args, base_kwargs, make_args=make_args, sizes=sizes, dtypes=dtypes
+    )
     flat_fn, split, rebuild = program.flat_fn, program.split, program.rebuild
 
     def trace(point_args: tuple[Any, ...], point_kwargs: dict[str, Any]) -> Program:
@@ -138,8 +132,10 @@ class _Inputs:
 
 
 def _input_points(
+    ref: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
+    *,
     make_args: Callable[[Any], Any] | None,
     sizes: Sequence[Any] | None,
     dtypes: Sequence[Any] | None,
@@ -156,6 +152,11 @@ def _input_points(
     else:
         label = "the given inputs" if args or kwargs else "no inputs"
         base = [_Inputs(label, None, None, args, kwargs)]
+    if not callable(ref) and len(base) * max(len(dtypes or ()), 1) > 1:
+        raise ValueError(
+            "a reference given as a value fits one set of inputs; pass a callable to "
+            "check several sizes or dtypes"
+        )
     if not dtypes:
         return base
     points = []

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src.core.jax_adapter.lanes import result_layout
+from pallaslab._src.core.jax_adapter.lanes import lane_indices
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
     feature_notice,
@@ -110,24 +110,11 @@ def _apply_indexer(view: _View, indexer: Any, rank: int) -> _View:
         else:
             per_dim.append((np.asarray(index, dtype=np.int64), False))
             strides.append(0)
-    is_slice = [s for _, s in per_dim]
     int_shape = (
-        tuple(int(n) for n in indexer.int_indexer_shape) if not all(is_slice) else ()
+        tuple(int(n) for n in indexer.int_indexer_shape) if not all(s for _, s in per_dim) else ()
     )
-    targets = result_layout(is_slice, int_shape)
+    index_arrays, targets = lane_indices(per_dim, int_shape, np)
     out_rank = len(targets[0]) if targets else 0
-    index_arrays = []
-    for (values, sliced), target in zip(per_dim, targets, strict=True):
-        lanes = values
-        if not sliced:
-            lanes = np.broadcast_to(values, int_shape) if int_shape else values.reshape(())
-        index_arrays.append(lanes.reshape(target))
-    out_shape = (
-        tuple(np.broadcast_shapes(*(a.shape for a in index_arrays), (1,) * out_rank))
-        if index_arrays
-        else ()
-    )
-    index_arrays = [np.broadcast_to(a, out_shape) for a in index_arrays]
     clipped = [np.clip(a, 0, n - 1) for a, n in zip(index_arrays, shape, strict=True)]
     coords = []
     for d in range(rank):

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from pallaslab._src.core.jax_adapter.lanes import result_layout
+from pallaslab._src.core.jax_adapter.lanes import lane_indices
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
     jax_core,
@@ -849,22 +849,11 @@ def _apply_indexer(
         else:
             per_dim.append((jnp.asarray(index, jnp.int32), False))
             strides.append(0)
-    is_slice = [s for _, s in per_dim]
     int_shape = (
-        tuple(int(n) for n in indexer.int_indexer_shape) if not all(is_slice) else ()
+        tuple(int(n) for n in indexer.int_indexer_shape) if not all(s for _, s in per_dim) else ()
     )
-    targets = result_layout(is_slice, int_shape)
+    arrays, targets = lane_indices(per_dim, int_shape, jnp)
     out_rank = len(targets[0]) if targets else 0
-    arrays = []
-    for (values, sliced), target in zip(per_dim, targets, strict=True):
-        lanes = values
-        if not sliced:
-            lanes = jnp.broadcast_to(values, int_shape) if int_shape else values.reshape(())
-        arrays.append(lanes.reshape(target))
-    out_shape = (
-        tuple(np.broadcast_shapes(*(a.shape for a in arrays), (1,) * out_rank)) if arrays else ()
-    )
-    arrays = [jnp.broadcast_to(a, out_shape) for a in arrays]
     view_shape = tuple(int(n) for n in indexer.shape)
     new_coords = []
     if coords is None:  # the whole ref: a lane's coordinate is its index

@@ -9,6 +9,9 @@ Where those axes land in the result is NumPy's advanced-indexing rule, kept here
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 
 
 def result_layout(is_slice: Sequence[bool], int_shape: Sequence[int]) -> list[list[int]]:
@@ -55,3 +58,32 @@ def result_layout(is_slice: Sequence[bool], int_shape: Sequence[int]) -> list[li
         [-1 if a == axis_of[k] else 1 for a in range(out_rank)] if flag else list(int_target)
         for k, flag in enumerate(is_slice)
     ]
+
+
+def lane_indices(
+    per_dim: Sequence[tuple[Any, bool]], int_shape: Sequence[int], xp: Any
+) -> tuple[list[Any], list[list[int]]]:
+    """Per indexer dimension, the index each lane of `x[indexer]` takes along it.
+
+    Args:
+        per_dim: Per dimension, its indices (a slice's run, or an integer indexer's
+            array) and whether it is a slice.
+        int_shape: The integer indexers' broadcast shape (() when there are none).
+        xp: The array module the indices are in: `numpy` or `jax.numpy`.
+
+    Returns:
+        The index arrays, all of the result's shape, and `result_layout`'s targets
+        (a slice's result axis is where its target holds -1).
+    """
+    targets = result_layout([sliced for _, sliced in per_dim], int_shape)
+    arrays = []
+    for (values, sliced), target in zip(per_dim, targets, strict=True):
+        lanes = values
+        if not sliced:
+            lanes = xp.broadcast_to(values, tuple(int_shape)) if int_shape else values.reshape(())
+        arrays.append(lanes.reshape(target))
+    out_rank = len(targets[0]) if targets else 0
+    out_shape = (
+        tuple(np.broadcast_shapes(*(a.shape for a in arrays), (1,) * out_rank)) if arrays else ()
+    )
+    return [xp.broadcast_to(a, out_shape) for a in arrays], targets

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
 
-from pallaslab._src.base import sources
 from pallaslab._src.core import chips, gpu_target_config, jax_adapter
 from pallaslab._src.core.lowering import (
     sourcemap,
@@ -282,7 +281,7 @@ class Lowerer:
     ) -> Lowered:
         language = language or target.language
         text, source_map = sourcemap.clean(raw, language, _kernel_file(kernel))
-        source_map = _readable(source_map)
+        source_map = sourcemap.readable(source_map)
         return Lowered(
             target=target.name,
             kernel=kernel.name if kernel else "",
@@ -771,20 +770,7 @@ def _strip_status(text: str) -> str:
 
 def _stage(name: str, raw: str, language: str, default_file: str) -> Stage:
     text, source_map = sourcemap.clean(raw, language, default_file)
-    return Stage(name, text, language, _readable(source_map))
-
-
-def _readable(source_map: sourcemap.SourceMap) -> sourcemap.SourceMap:
-    """Entries whose file's source can be shown (drops `<string>` and the like)."""
-    shown: dict[str, bool] = {}
-    kept = []
-    for entry in source_map:
-        file = entry[1]
-        if file not in shown:
-            shown[file] = bool(sources.lines(file))
-        if shown[file]:
-            kept.append(entry)
-    return tuple(kept)
+    return Stage(name, text, language, sourcemap.readable(source_map))
 
 
 def _kernel_file(kernel: Kernel | None) -> str:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+
+from pallaslab._src.base import sources
 
 SourceMap = tuple[tuple[int, str, int], ...]
 # Files compilers name when they do not know the file (Triton's debug info for a
@@ -40,10 +42,10 @@ def _skip_string(text: str, pos: int) -> int:
     return pos
 
 
-def _matching_paren(text: str, open_pos: int) -> int:
-    """Index of the parenthesis closing the one at `open_pos` (-1 if unbalanced)."""
+def _outside_strings(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(position, character, bracket depth after it) of each character outside strings."""
     depth = 0
-    pos = open_pos
+    pos = start
     while pos < len(text):
         char = text[pos]
         if char == '"':
@@ -53,9 +55,15 @@ def _matching_paren(text: str, open_pos: int) -> int:
             depth += 1
         elif char in ")]}>":
             depth -= 1
-            if depth == 0:
-                return pos
+        yield pos, char, depth
         pos += 1
+
+
+def _matching_paren(text: str, open_pos: int) -> int:
+    """Index of the parenthesis closing the one at `open_pos` (-1 if unbalanced)."""
+    for pos, char, depth in _outside_strings(text, open_pos):
+        if depth == 0 and char in ")]}>":
+            return pos
     return -1
 
 
@@ -157,20 +165,9 @@ def _unescape(text: str) -> str:
 
 def _split_top_level(text: str, separator: str) -> tuple[str, str]:
     """Splits at the first `separator` outside brackets and strings."""
-    depth = 0
-    pos = 0
-    while pos < len(text):
-        char = text[pos]
-        if char == '"':
-            pos = _skip_string(text, pos)
-            continue
-        if char in "([{<":
-            depth += 1
-        elif char in ")]}>":
-            depth -= 1
-        elif depth == 0 and text.startswith(separator, pos):
+    for pos, char, depth in _outside_strings(text):
+        if depth == 0 and char not in "([{<)]}>" and text.startswith(separator, pos):
             return text[:pos], text[pos + len(separator) :]
-        pos += 1
     return text, ""
 
 
@@ -519,3 +516,22 @@ def clean(text: str, language: str, default_file: str = "") -> tuple[str, Source
     if cleaner is None:
         return text, ()
     return cleaner(text, default_file)
+
+
+def readable(source_map: SourceMap, skip_prefix: str = "") -> SourceMap:
+    """Entries whose file's source can be shown (not `<string>` and the like).
+
+    Args:
+        source_map: The entries.
+        skip_prefix: Files under this path are left out too ("" keeps them).
+    """
+    shown: dict[str, bool] = {}
+    kept = []
+    for entry in source_map:
+        file = entry[1]
+        if file not in shown:
+            skipped = bool(skip_prefix) and file.startswith(skip_prefix)
+            shown[file] = not skipped and bool(sources.lines(file))
+        if shown[file]:
+            kept.append(entry)
+    return tuple(kept)

@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pallaslab._src.base import sources
 from pallaslab._src.core import gpu_toolchain
 from pallaslab._src.core.lowering import sourcemap, xla_gpu
 from pallaslab._src.core.lowering.occupancy import occupancy
@@ -140,7 +139,7 @@ def build(
         language="sass",
         header=header(target, what, jax_version).replace(f"({gpu.arch})", f"({arch})", 1),
         text=text,
-        source_map=_readable(source_map),
+        source_map=sourcemap.readable(source_map, _PACKAGE),
         raw_text=sass,
         resources=resources,
         stages=tuple(s for s in stages if not _empty(s)),
@@ -260,7 +259,7 @@ class CleanedOnUse(Stage):
         if cleaned is None:
             raw, default_file = self.__dict__["_raw"]
             text, source_map = sourcemap.clean(raw, self.language, default_file)
-            cleaned = (text, _readable(source_map))
+            cleaned = (text, sourcemap.readable(source_map, _PACKAGE))
             object.__setattr__(self, "_cleaned", cleaned)
         return cleaned
 
@@ -278,19 +277,6 @@ class CleanedOnUse(Stage):
     def empty(self) -> bool:
         """Whether there is no text (known without cleaning it)."""
         return not self.__dict__["_raw"][0].strip()
-
-
-def _readable(source_map: sourcemap.SourceMap) -> sourcemap.SourceMap:
-    """Entries whose file's source can be shown, pallaslab's own files left out."""
-    shown: dict[str, bool] = {}
-    kept = []
-    for entry in source_map:
-        file = entry[1]
-        if file not in shown:
-            shown[file] = not file.startswith(_PACKAGE) and bool(sources.lines(file))
-        if shown[file]:
-            kept.append(entry)
-    return tuple(kept)
 
 
 def _first_lines(text: str, count: int = 3) -> str:
