@@ -31,7 +31,6 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.experimental import pallas
 
 from pallaslab._src.base import sources, version
 from pallaslab._src.core import chips, compile_cache, funcsource, jax_adapter, lowering, running
@@ -203,7 +202,7 @@ def write_reproducer(
     notes: list[str] = []
     vmap_axes = None
     if construction is None:
-        construction, vmap_axes = _vmapped_construction(retraced, constructions, record.name)
+        construction, vmap_axes = capture.vmapped_construction(retraced, constructions, record.name)
 
     found = kernel_inputs(program, record.index, leaves, interpret_earlier=False)
     operands = list(found.values) if found.values is not None else None
@@ -256,57 +255,6 @@ def write_reproducer(
         problems=tuple(writer.script.problems),
         notes=tuple(notes),
     )
-
-
-def _vmapped_construction(
-    site: jax_adapter.KernelSite, constructions: Sequence[capture.Construction], name: str
-) -> tuple[capture.Construction, tuple[tuple[int, ...], tuple[int, ...]]]:
-    """The construction of a kernel `jax.vmap` batched, with the vmap's axes."""
-    mapping = site.params["grid_mapping"]
-    body_source = getattr(getattr(site.params["jaxpr"], "debug_info", None), "func_src_info", None)
-    for construction in constructions:
-        inner = construction.grid_mapping
-        same_kernel = (
-            getattr(getattr(construction.jaxpr, "debug_info", None), "func_src_info", None)
-            == body_source
-        )
-        if not same_kernel or len(inner.block_mappings) != len(mapping.block_mappings):
-            continue
-        if len(tuple(mapping.vmapped_dims)) != 1 or tuple(inner.vmapped_dims):
-            continue
-        if int(mapping.num_index_operands):  # prefetch operands have no block mapping
-            continue
-        axes = [
-            _inserted_axis(outer.block_shape, plain.block_shape)
-            for outer, plain in zip(mapping.block_mappings, inner.block_mappings, strict=True)
-        ]
-        if any(a is None for a in axes):
-            continue
-        count = int(mapping.num_inputs)
-        found = [int(a) for a in axes if a is not None]
-        return construction, (tuple(found[:count]), tuple(found[count:]))
-    raise ValueError(
-        f"{name} is bound as JAX transformed it (differentiated, or vmapped more than "
-        "once): the call as written would not reproduce it; not written"
-    )
-
-
-def _inserted_axis(batched: Sequence[Any], plain: Sequence[Any]) -> int | None:
-    """The position of the one block dimension `batched` has and `plain` lacks."""
-    if len(batched) != len(plain) + 1:
-        return None
-    for position in range(len(batched)):
-        rest = [*batched[:position], *batched[position + 1 :]]
-        if all(_same_block_dim(a, b) for a, b in zip(rest, plain, strict=True)):
-            return position
-    return None
-
-
-def _same_block_dim(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:
-        return a is b
 
 
 def _expected_outputs(
@@ -485,49 +433,41 @@ class _ScriptWriter:
     def _call(self, kernel_text: str) -> str:
         script = self.script
         construction = self.construction
-        params = self.site.params
-        grid_spec = construction.grid_spec
+        keywords = capture.call_keywords(
+            self.site, construction, vmapped=self.vmap_axes is not None
+        )
         pl = script.module("jax.experimental.pallas", "pl")
-        out_avals = list(params["out_avals"])
-        if self.vmap_axes is not None:
-            out_avals = [
-                block.array_aval
-                for block in construction.grid_mapping.block_mappings[
-                    int(construction.grid_mapping.num_inputs) :
-                ]
-            ]
-        shapes = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in out_avals]
-        out_shape = jax.tree_util.tree_unflatten(construction.out_tree, shapes)
         value_of = self._expression
-        arguments = [kernel_text, f"out_shape={value_of(out_shape, 'out_shape')}"]
-        if type(grid_spec).__name__ == "GridSpec" and not getattr(grid_spec, "grid_names", None):
-            arguments.append(f"grid={value_of(tuple(grid_spec.grid), 'grid')}")
-            for field in ("in_specs", "out_specs"):
-                value = getattr(grid_spec, field)
-                if value is not getattr(pallas, "no_block_spec", object()):
+        arguments = [kernel_text, f"out_shape={value_of(keywords.out_shape, 'out_shape')}"]
+        if keywords.grid_spec is None:
+            arguments.append(f"grid={value_of(keywords.grid, 'grid')}")
+            for field, value in (
+                ("in_specs", keywords.in_specs),
+                ("out_specs", keywords.out_specs),
+            ):
+                if value is not None:
                     arguments.append(f"{field}={value_of(value, field)}")
-            if grid_spec.scratch_shapes:
-                scratch = value_of(list(grid_spec.scratch_shapes), "scratch_shapes")
+            if keywords.scratch_shapes:
+                scratch = value_of(list(keywords.scratch_shapes), "scratch_shapes")
                 arguments.append(f"scratch_shapes={scratch}")
         else:
-            arguments.append(f"grid_spec={value_of(grid_spec, 'grid_spec')}")
-        aliases = dict(params.get("input_output_aliases") or ())
-        if aliases:
-            arguments.append(f"input_output_aliases={value_of(aliases, 'aliases')}")
-        arguments.extend(
-            f"{key}={value_of(params[key], key)}"
-            for key in ("compiler_params", "cost_estimate")
-            if params.get(key)
-        )
-        name = params.get("name") or getattr(params.get("name_and_src_info"), "name", None)
+            arguments.append(f"grid_spec={value_of(keywords.grid_spec, 'grid_spec')}")
+        if keywords.input_output_aliases:
+            aliases = value_of(keywords.input_output_aliases, "aliases")
+            arguments.append(f"input_output_aliases={aliases}")
+        for key, value in (
+            ("compiler_params", keywords.compiler_params),
+            ("cost_estimate", keywords.cost_estimate),
+        ):
+            if value:
+                arguments.append(f"{key}={value_of(value, key)}")
         function = getattr(construction.kernel, "func", construction.kernel)  # a partial's
-        if isinstance(name, str) and name and name != getattr(function, "__name__", None):
-            arguments.append(f"name={name!r}")
-        if params.get("metadata"):
-            arguments.append(f"metadata={value_of(dict(params['metadata']), 'metadata')}")
-        interpret = params.get("interpret")
-        if interpret and interpret is not True:
-            arguments.append(f"interpret={value_of(interpret, 'interpret')}")
+        if keywords.name and keywords.name != getattr(function, "__name__", None):
+            arguments.append(f"name={keywords.name!r}")
+        if keywords.metadata:
+            arguments.append(f"metadata={value_of(keywords.metadata, 'metadata')}")
+        if keywords.interpret and keywords.interpret is not True:
+            arguments.append(f"interpret={value_of(keywords.interpret, 'interpret')}")
         else:
             arguments.append("interpret=INTERPRET")
         arguments.append("debug=DEBUG")
