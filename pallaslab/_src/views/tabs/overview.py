@@ -76,7 +76,7 @@ def _races(
             entry["checked"] = False
             entry["sentences"] = [
                 f"{label}: not checked here: {kernel.num_programs} programs; call "
-                f'kernel.races("{backend}").'
+                f'inspection.races({kernel.index}, "{backend}").'
             ]
         else:
             try:
