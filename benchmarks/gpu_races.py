@@ -6,7 +6,7 @@ core runs its programs in grid order; racy on a GPU, where all programs may run 
 - notebook 08's "right on TPU, wrong on GPU" kernel (read from the notebook's cell);
 - the same kind of kernel at 1024 x 1024 in 64 x 64 blocks (a 16 x 16 x 16 grid).
 
-For each: what pallaslab predicts (`kernel.races("gpu")` / `("tpu")`), then what running
+For each: what pallaslab predicts (`find_races(kernel, "gpu")` / `("tpu")`), then what running
 it shows: on a GPU, compiled with each GPU backend this JAX has (the default one, and
 Triton), on fresh random inputs a number of times, compared with `x @ y`; on a CPU, in
 pallaslab's emulator in grid order and in seeded GPU-like orders (what the course shows).
@@ -33,6 +33,7 @@ import numpy as np
 from jax.experimental import pallas as pl
 
 import pallaslab
+from pallaslab._src.geometry.races import find_races
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,7 +132,7 @@ def predicted(fn: Callable[..., Any], shapes: Sequence[tuple[int, ...]]) -> tupl
     """Conflicts pallaslab finds in the kernel under GPU and TPU rules."""
     specs = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
     kernel = pallaslab.inspect(fn, *specs).kernels[0]
-    return len(kernel.races("gpu")), len(kernel.races("tpu"))
+    return len(find_races(kernel, "gpu")), len(find_races(kernel, "tpu"))
 
 
 def _inputs(shapes: Sequence[tuple[int, ...]], run: int) -> list[Any]:

@@ -42,7 +42,8 @@ from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 import pallaslab
-from pallaslab._src.core import running, tracing
+from pallaslab._src.core import running, seeded
+from pallaslab._src.core.inspection import trace
 from pallaslab._src.views.inspector import Inspector
 from tests import corpus
 
@@ -166,12 +167,11 @@ def by_phase(repeats: int) -> dict[str, dict[str, float]]:
         rows = phases.setdefault(name, {})
         for _ in range(repeats):
             case = build()
-            args = running.example_arrays(case.args)
+            args = seeded.example_arrays(case.args)
             t0 = time.perf_counter()
-            program = tracing.trace_program(case.fn, args, {})
-            inspection = pallaslab.Inspection.from_program(program)
+            inspection = trace(case.fn, args)
             t1 = time.perf_counter()
-            result = running.run_program(program, args, {}, ref=case.reference)
+            result = running.run(inspection, args, {}, ref=case.reference)
             t2 = time.perf_counter()
             Inspector(inspection.with_result(result))._repr_mimebundle_()
             t3 = time.perf_counter()

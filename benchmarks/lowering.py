@@ -48,7 +48,7 @@ from jax.experimental.pallas.ops.gpu import hopper_matmul_mgpu
 from jax.experimental.pallas.ops.tpu import matmul as tpu_matmul
 
 import pallaslab
-from pallaslab._src import gpu_toolchain
+from pallaslab._src.core import gpu_toolchain
 from tests import corpus
 
 SIZE = 1024
@@ -77,16 +77,16 @@ def _operands() -> list[jax.ShapeDtypeStruct]:
     return [jax.ShapeDtypeStruct((SIZE, SIZE), jnp.bfloat16)] * 2
 
 
-def inspect_seed() -> pallaslab.Inspection:
+def inspect_seed() -> pallaslab.types.Inspection:
     return pallaslab.inspect(seed_matmul(), *_operands())
 
 
-def inspect_tpu() -> pallaslab.Inspection:
+def inspect_tpu() -> pallaslab.types.Inspection:
     fn = functools.partial(tpu_matmul.matmul, block_shape=(128, 128))
     return pallaslab.inspect(fn, *_operands())
 
 
-def inspect_mosaic_gpu() -> pallaslab.Inspection:
+def inspect_mosaic_gpu() -> pallaslab.types.Inspection:
     # The Hopper kernel sizes its grid by the GPU's SMs: trace it for an H100.
     device = jax.sharding.AbstractDevice(
         device_kind="NVIDIA H100 80GB HBM3", num_cores=132, platform="gpu"
@@ -102,7 +102,7 @@ def inspect_mosaic_gpu() -> pallaslab.Inspection:
         return pallaslab.inspect(fn, *_operands())
 
 
-def inspect_attention() -> pallaslab.Inspection:
+def inspect_attention() -> pallaslab.types.Inspection:
     # Imported here: tracing JAX's Mosaic GPU attention asks the CUDA runtime its version.
     from jax.experimental.pallas.ops.gpu import attention_mgpu
 
@@ -113,7 +113,7 @@ def inspect_attention() -> pallaslab.Inspection:
 
 
 # Row label ("target" or "target what") -> the inspection to lower for that target.
-CASES: dict[str, Callable[[], pallaslab.Inspection]] = {
+CASES: dict[str, Callable[[], pallaslab.types.Inspection]] = {
     "triton": inspect_seed,
     "ptx:sm_90": inspect_seed,
     "mosaic-gpu": inspect_mosaic_gpu,
@@ -136,7 +136,7 @@ def _cpu_seconds() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def measure(label: str, make: Callable[[], pallaslab.Inspection]) -> dict[str, Any]:
+def measure(label: str, make: Callable[[], pallaslab.types.Inspection]) -> dict[str, Any]:
     target = label.split(maxsplit=1)[0]
     inspection = make()
     first, lowered = _time(lambda: inspection.lower(target))

@@ -5,7 +5,7 @@ stays under 2 MiB.
 
 For each case, median of a few repetitions, JAX warm, nothing allocated (the
 arguments are shapes):
-- map: `kernel.tiles()` plus what the tab needs of it: read counts of every operand
+- map: `TileMap(kernel)` plus what the tab needs of it: read counts of every operand
   (compressed), copies per schedule, revisits;
 - payload: the Tiles tab's JSON (tile map included), its size;
 - static: the saved-notebook fallback (inline SVG), its size.
@@ -44,6 +44,7 @@ from jax.experimental import pallas as pl
 
 import pallaslab
 from pallaslab._src.geometry import merit
+from pallaslab._src.geometry.tilemap import TileMap
 from pallaslab._src.views import tilesdata
 from pallaslab._src.views.static_page import static_tab
 
@@ -53,7 +54,7 @@ GOAL_S = 1.0
 GOAL_BYTES = 2 * 1024 * 1024
 
 
-def add_16384() -> pallaslab.Inspection:
+def add_16384() -> pallaslab.types.Inspection:
     def kernel(x_ref, y_ref, o_ref):
         o_ref[...] = x_ref[...] + y_ref[...].T
 
@@ -71,7 +72,7 @@ def add_16384() -> pallaslab.Inspection:
     return pallaslab.inspect(fn, spec, spec)
 
 
-def matmul_16384() -> pallaslab.Inspection:
+def matmul_16384() -> pallaslab.types.Inspection:
     def kernel(x_ref, y_ref, o_ref):
         @pl.when(pl.program_id(2) == 0)
         def _():
@@ -93,8 +94,8 @@ def matmul_16384() -> pallaslab.Inspection:
     return pallaslab.inspect(fn, spec, spec)
 
 
-def build_map(inspection: pallaslab.Inspection) -> None:
-    tiles = inspection.kernels[0].tiles()
+def build_map(inspection: pallaslab.types.Inspection) -> None:
+    tiles = TileMap(inspection.kernels[0])
     for k in range(len(tiles.operands)):
         tiles.coverage(k)
         tiles.visits(k)
@@ -194,7 +195,7 @@ def main() -> None:
         kernel = inspection.kernels[0]
         map_s, _ = timed(lambda i=inspection: build_map(i))
 
-        def fresh_payload(i: pallaslab.Inspection = inspection) -> dict[str, Any]:
+        def fresh_payload(i: pallaslab.types.Inspection = inspection) -> dict[str, Any]:
             tilesdata.forget(i)  # the tab's data is cached per inspection
             return tilesdata.payload(i)
 
@@ -203,7 +204,7 @@ def main() -> None:
         static_s, static = timed(
             lambda i=inspection: (tilesdata.forget(i), static_tab(i, "tiles"))[1]
         )
-        tiles = kernel.tiles()
+        tiles = TileMap(kernel)
         figures = merit.kernel_merit(tiles)
         print(f"\n{name}: {kernel.num_programs:,} programs, schedule {tiles.schedule}")
         verdict = "ok" if map_s < GOAL_S else "OVER GOAL"

@@ -1,100 +1,165 @@
 """pallaslab: trace, lower, map and check JAX Pallas kernels, in Jupyter and in scripts.
 
-In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python:
-`pallaslab.inspect(fn, *example_args)`, then `.lower("ptx:sm_90")` for any target in
-`pallaslab.targets()`; `pallaslab.check(fn, ref, *args)`,
-`pallaslab.bench(fn, make_args, sizes, ref=...)`, `pallaslab.tune(build, space, *args)`.
-`pallaslab.emulate(fn)` runs every Pallas kernel in `fn` with pallaslab's fast CPU emulator.
-`pallaslab.diff(a, b)` shows what changed between two inspections; `pallaslab.hints(...)`
-why a kernel may be slow.
-Compiled programs are cached by content (`pallaslab.compile_cache_info()`);
-`pallaslab.use_persistent_cache()` keeps them on disk across sessions.
-`pallaslab.exercise("04.k_loop", matmul)` checks an exercise of the course (`notebooks/`).
+In a notebook: `%load_ext pallaslab`, then a `%%kernel` cell. In Python, one style
+per verb:
+
+- Functions take a callable and its arguments: `pallaslab.inspect(fn, *args)`,
+  `check(fn, ref, *args)`, `bench(fn, make_args, sizes, ref=...)`,
+  `tune(build, space, *args)`, `measure(fn, *args)`, `emulate(fn)`,
+  `hints(fn, *args)`; `diff(a, b)` compares two inspections.
+- Methods act on an inspection (what `inspect` returns): `.run()`, `.check(ref)`,
+  `.lower("ptx:sm_90")` (any of `targets()`), `.tiles()`, `.merit()`,
+  `.accesses()`, `.races()`, `.hints()`, `.reproducer(path)`.
+- Records are plain data (`pallaslab.types`); their own derivations are methods
+  (`tiles.read_counts(0)`, `merit.on_chip("H100")`, `check.bad_tiles`).
+
+`draw_tiles` / `save_tiles` picture a tile map; compiled programs are cached by
+content (`compile_cache_info()`, `use_persistent_cache()`); `exercise("04.k_loop",
+matmul)` checks an exercise of the course (`notebooks/`; its types: `pallaslab.course`).
+
+Importing pallaslab loads none of this: each name is imported on first use.
 """
 
+import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from pallaslab._src import diffs as _diffs
-from pallaslab._src import settings as _settings
+from pallaslab._src.base import display as _display
+from pallaslab._src.base.version import __version__ as __version__
 from pallaslab._src.bench import live as _live
-from pallaslab._src.bench.check import CheckResult as CheckResult
-from pallaslab._src.bench.check import check as check
-from pallaslab._src.bench.harness import TimerSettings as TimerSettings
-from pallaslab._src.bench.harness import Timing as Timing
-from pallaslab._src.bench.harness import measure as measure
-from pallaslab._src.core import display as _display
-from pallaslab._src.core.compile_cache import CompileCacheInfo as CompileCacheInfo
-from pallaslab._src.core.compile_cache import clear_compile_cache as clear_compile_cache
-from pallaslab._src.core.compile_cache import compile_cache_info as compile_cache_info
-from pallaslab._src.core.compile_cache import set_compile_cache_limits as set_compile_cache_limits
-from pallaslab._src.core.compile_cache import use_persistent_cache as use_persistent_cache
-from pallaslab._src.core.diffing import diff as diff
-from pallaslab._src.core.emulator import EmulationNotice as EmulationNotice
-from pallaslab._src.core.emulator import emulate as emulate
-from pallaslab._src.core.hints import hints as hints
-from pallaslab._src.core.inspection import Inspection as Inspection
-from pallaslab._src.core.lowering.compare import LoweringComparison as LoweringComparison
-from pallaslab._src.core.lowering.compare import compare_lowered as compare_lowered
-from pallaslab._src.core.tracing import inspect as inspect
-from pallaslab._src.course import Feedback as Feedback
-from pallaslab._src.course import exercise as exercise
-from pallaslab._src.course import exercises as exercises
-from pallaslab._src.course import feedback as _feedback
-from pallaslab._src.diffs import Diff as Diff
-from pallaslab._src.geometry.merit import kernel_merit as kernel_merit
-from pallaslab._src.geometry.merit import on_chip as on_chip
-from pallaslab._src.geometry.tilemap import TileMap as TileMap
-from pallaslab._src.indexmap import IndexMap as IndexMap
-from pallaslab._src.lowered import Lowered as Lowered
-from pallaslab._src.lowered import LoweringError as LoweringError
-from pallaslab._src.perfhints import Hint as Hint
-from pallaslab._src.records import ArraySpec as ArraySpec
-from pallaslab._src.records import Comparison as Comparison
-from pallaslab._src.records import CostEstimate as CostEstimate
-from pallaslab._src.records import Kernel as Kernel
-from pallaslab._src.records import Operand as Operand
-from pallaslab._src.records import OutputSummary as OutputSummary
-from pallaslab._src.records import RunResult as RunResult
-from pallaslab._src.records import SourceLocation as SourceLocation
-from pallaslab._src.records import TileMismatch as TileMismatch
-from pallaslab._src.settings import Settings as Settings
-from pallaslab._src.targets import targets as targets
-from pallaslab._src.version import __version__ as __version__
 
 if _TYPE_CHECKING:
+    from pallaslab import course as course
+    from pallaslab import types as types
+    from pallaslab._src.api import draw_tiles as draw_tiles
+    from pallaslab._src.api import hints as hints
+    from pallaslab._src.api import save_tiles as save_tiles
+    from pallaslab._src.api import settings as settings
+    from pallaslab._src.bench.harness import TimerSettings as TimerSettings
+    from pallaslab._src.bench.harness import measure as measure
     from pallaslab._src.bench.sweep import bench as bench
-    from pallaslab._src.bench.tune import TuneResult as TuneResult
     from pallaslab._src.bench.tune import tune as tune
+    from pallaslab._src.core.compile_cache import clear_compile_cache as clear_compile_cache
+    from pallaslab._src.core.compile_cache import compile_cache_info as compile_cache_info
+    from pallaslab._src.core.compile_cache import (
+        set_compile_cache_limits as set_compile_cache_limits,
+    )
+    from pallaslab._src.core.compile_cache import use_persistent_cache as use_persistent_cache
+    from pallaslab._src.core.diffing import diff as diff
+    from pallaslab._src.core.emulator import emulate as emulate
+    from pallaslab._src.core.inspection import inspect as inspect
+    from pallaslab._src.core.lowering.compare import compare_lowered as compare_lowered
+    from pallaslab._src.core.reference import check as check
+    from pallaslab._src.course import exercise as exercise
+    from pallaslab._src.course import exercises as exercises
+    from pallaslab._src.records.targets import targets as targets
 
-# Sweeps and tuning return pandas DataFrames: imported on first use, so that
-# `import pallaslab` does not pay for pandas.
-_LAZY = {
+# Public name -> (module, attribute); attribute None: the module itself.
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "inspect": ("pallaslab._src.core.inspection", "inspect"),
+    "check": ("pallaslab._src.core.reference", "check"),
     "bench": ("pallaslab._src.bench.sweep", "bench"),
     "tune": ("pallaslab._src.bench.tune", "tune"),
-    "TuneResult": ("pallaslab._src.bench.tune", "TuneResult"),
+    "measure": ("pallaslab._src.bench.harness", "measure"),
+    "TimerSettings": ("pallaslab._src.bench.harness", "TimerSettings"),
+    "emulate": ("pallaslab._src.core.emulator", "emulate"),
+    "hints": ("pallaslab._src.api", "hints"),
+    "diff": ("pallaslab._src.core.diffing", "diff"),
+    "targets": ("pallaslab._src.records.targets", "targets"),
+    "compare_lowered": ("pallaslab._src.core.lowering.compare", "compare_lowered"),
+    "draw_tiles": ("pallaslab._src.api", "draw_tiles"),
+    "save_tiles": ("pallaslab._src.api", "save_tiles"),
+    "compile_cache_info": ("pallaslab._src.core.compile_cache", "compile_cache_info"),
+    "clear_compile_cache": ("pallaslab._src.core.compile_cache", "clear_compile_cache"),
+    "set_compile_cache_limits": ("pallaslab._src.core.compile_cache", "set_compile_cache_limits"),
+    "use_persistent_cache": ("pallaslab._src.core.compile_cache", "use_persistent_cache"),
+    "settings": ("pallaslab._src.api", "settings"),
+    "exercise": ("pallaslab._src.course", "exercise"),
+    "exercises": ("pallaslab._src.course", "exercises"),
+    "types": ("pallaslab.types", None),
+    "course": ("pallaslab.course", None),
 }
+
+__all__ = [
+    "TimerSettings",
+    "__version__",
+    "bench",
+    "check",
+    "clear_compile_cache",
+    "compare_lowered",
+    "compile_cache_info",
+    "course",
+    "diff",
+    "draw_tiles",
+    "emulate",
+    "exercise",
+    "exercises",
+    "hints",
+    "inspect",
+    "load_ipython_extension",
+    "measure",
+    "save_tiles",
+    "set_compile_cache_limits",
+    "settings",
+    "targets",
+    "tune",
+    "types",
+    "use_persistent_cache",
+]
 
 
 def __getattr__(name: str) -> _Any:
-    if name in _LAZY:
-        import importlib  # noqa: PLC0415
+    if name not in _LAZY:
+        raise AttributeError(f"module 'pallaslab' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    imported = _importlib.import_module(module)
+    value = imported if attribute is None else getattr(imported, attribute)
+    globals()[name] = value
+    return value
 
-        module, attribute = _LAZY[name]
-        value = getattr(importlib.import_module(module), attribute)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'pallaslab' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return list(__all__)
+
+
+def load_ipython_extension(ipython: _Any) -> None:
+    """`%load_ext pallaslab`: registers `%%kernel`."""
+    from pallaslab._src.magic import load  # noqa: PLC0415
+
+    load(ipython)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the prebuilt JupyterLab extension is (for `jupyter labextension develop`)."""
+    return [{"src": "labextension", "dest": "pallaslab"}]
+
+
+# How records reach the screen in Jupyter: each view is imported on first display, so
+# importing pallaslab stays free of widget code (and works where none is installed).
 
 
 def _inspector_bundle(record: _Any, **kwargs: _Any) -> _Any:
-    # Imported on first display only: importing pallaslab stays free of widget code.
     from pallaslab._src.views.inspector import mimebundle  # noqa: PLC0415
 
     return mimebundle(record, **kwargs)
 
 
-_display.register_renderer(_inspector_bundle)
+def _bench_bundle(record: _Any, **kwargs: _Any) -> _Any:
+    from pallaslab._src.views.benchview import record_bundle  # noqa: PLC0415
+
+    return record_bundle(record, **kwargs)
+
+
+def _feedback_bundle(record: _Any, **kwargs: _Any) -> _Any:
+    from pallaslab._src.views.feedback import bundle  # noqa: PLC0415
+
+    return bundle(record, **kwargs)
+
+
+def _diff_bundle(record: _Any, **kwargs: _Any) -> _Any:
+    from pallaslab._src.views.diffview import bundle  # noqa: PLC0415
+
+    return bundle(record, **kwargs)
 
 
 def _live_observer() -> _Any:
@@ -104,45 +169,8 @@ def _live_observer() -> _Any:
     return live_observer()
 
 
-def _bench_bundle(record: _Any, **kwargs: _Any) -> _Any:
-    from pallaslab._src.views.benchview import record_bundle  # noqa: PLC0415
-
-    return record_bundle(record, **kwargs)
-
-
-_live.register(observer_factory=_live_observer, renderer=_bench_bundle)
-
-
-def settings() -> Settings:
-    """The settings from JupyterLab's settings editor (the defaults without one)."""
-    return _settings.load()
-
-
-def _jupyter_labextension_paths() -> list[dict[str, str]]:
-    """Where the prebuilt JupyterLab extension is (for `jupyter labextension develop`)."""
-    return [{"src": "labextension", "dest": "pallaslab"}]
-
-
-def _feedback_bundle(record: _Any, **kwargs: _Any) -> _Any:
-    from pallaslab._src.views.feedback import bundle  # noqa: PLC0415
-
-    return bundle(record, **kwargs)
-
-
-_feedback.register_renderer(_feedback_bundle)
-
-
-def _diff_bundle(record: _Any, **kwargs: _Any) -> _Any:
-    from pallaslab._src.views.diffview import bundle  # noqa: PLC0415
-
-    return bundle(record, **kwargs)
-
-
-_diffs.register_renderer(_diff_bundle)
-
-
-def load_ipython_extension(ipython: _Any) -> None:
-    """`%load_ext pallaslab`: registers `%%kernel`."""
-    from pallaslab._src.magic import load  # noqa: PLC0415
-
-    load(ipython)
+_display.register_renderer("inspection", _inspector_bundle)
+_display.register_renderer("bench", _bench_bundle)
+_display.register_renderer("feedback", _feedback_bundle)
+_display.register_renderer("diff", _diff_bundle)
+_live.register(_live_observer)

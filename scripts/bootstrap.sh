@@ -45,7 +45,7 @@ install_pallaslab() {
 
 # Says what XLA's GPU compile (xla-gpu targets) still lacks, if anything.
 check_gpu_compile() {
-  "$VENV/bin/python" -c 'from pallaslab._src import gpu_toolchain as t; p = t.problem(); print(p or "xla-gpu targets: ready"); raise SystemExit(1 if p else 0)'
+  "$VENV/bin/python" -c 'from pallaslab._src.core import gpu_toolchain as t; p = t.problem(); print(p or "xla-gpu targets: ready"); raise SystemExit(1 if p else 0)'
 }
 
 export PATH="$VENV/bin:$PATH"

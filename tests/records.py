@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pallaslab._src import indexmap as ix
 from pallaslab._src.records import Kernel, Operand
+from pallaslab._src.records import indexmap as ix
 
 
 def operand(

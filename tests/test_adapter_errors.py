@@ -19,6 +19,7 @@ from jax.experimental import pallas as pl
 
 import pallaslab
 from pallaslab._src.core import jax_adapter
+from pallaslab._src.core.program import program_of
 
 X = jax.ShapeDtypeStruct((1024,), jnp.float32)
 
@@ -96,7 +97,7 @@ def test_written_grid():
         in_specs=[pl.BlockSpec((128,), lambda i: (i,))],
         out_specs=pl.BlockSpec((128,), lambda i: (i,)),
     )
-    site = pallaslab.inspect(fn, X).program.sites[0]
+    site = program_of(pallaslab.inspect(fn, X)).sites[0]
     assert jax_adapter.written_grid(site.params) == (8,)
 
 

@@ -15,11 +15,9 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
 import pallaslab
-from pallaslab._src import closeness
-from pallaslab._src.bench import check as checking
-from pallaslab._src.bench import tiles
-from pallaslab._src.indexmap import IndexMap
+from pallaslab._src.geometry import mismatch
 from pallaslab._src.records import Operand
+from pallaslab._src.records.indexmap import IndexMap
 from tests import corpus
 
 BM = BN = BK = 32
@@ -146,24 +144,24 @@ def test_nan_and_inf_are_reported_as_such():
 
 
 def test_nan_in_both_output_and_reference_is_not_a_mismatch():
-    errors = closeness.element_errors(
+    errors = mismatch.element_errors(
         np.array([np.nan, 1.0, np.inf]), np.array([np.nan, 1.0, np.inf]), 1e-5, 1e-5
     )
     assert not errors.bad.any() and errors.reference_nonfinite == 2 and errors.nan_count == 0
 
 
 def test_tolerances_fit_the_dtype():
-    assert checking.tolerance_for("bfloat16")[0] > 100 * checking.tolerance_for("float32")[0]
-    assert checking.tolerance_for("float8_e4m3fn")[0] >= 0.1
-    assert checking.tolerance_for("int32") == (0.0, 0.0)
+    assert mismatch.tolerance_for("bfloat16")[0] > 100 * mismatch.tolerance_for("float32")[0]
+    assert mismatch.tolerance_for("float8_e4m3fn")[0] >= 0.1
+    assert mismatch.tolerance_for("int32") == (0.0, 0.0)
     # bf16 rounding passes in bf16 and fails when held to f32's tolerance.
     x = np.linspace(1, 2, 256, dtype=np.float32)
     rounded = x.astype(jnp.bfloat16)
-    assert not closeness.element_errors(
-        rounded.astype(np.float32), x, *checking.tolerance_for("bfloat16")
+    assert not mismatch.element_errors(
+        rounded.astype(np.float32), x, *mismatch.tolerance_for("bfloat16")
     ).bad.any()
-    assert closeness.element_errors(
-        rounded.astype(np.float32), x, *checking.tolerance_for("float32")
+    assert mismatch.element_errors(
+        rounded.astype(np.float32), x, *mismatch.tolerance_for("float32")
     ).bad.any()
 
 
@@ -186,7 +184,7 @@ def test_several_sizes_and_dtypes():
     ]
     assert [p.args[0].dtype for p in result.points] == ["float32", "bfloat16"] * 2
     bf16 = result.points[1].comparison
-    assert bf16.rtol == checking.tolerance_for("bfloat16")[0]
+    assert bf16.rtol == mismatch.tolerance_for("bfloat16")[0]
     # Inputs are seeded: the same check twice gives the same errors; another seed differs.
     first, second = (inspection.check(lambda a, b: a @ b, seed=1) for _ in range(2))
     values = lambda r: r.points[0].result.values[0]  # noqa: E731
@@ -256,7 +254,7 @@ def test_scalar_prefetch_index_maps_name_their_programs():
 )
 def test_per_tile_counts_match_brute_force(mask, data):
     tile = tuple(data.draw(st.integers(1, 4)) for _ in mask.shape)
-    counts = tiles.per_tile(mask, tile)
+    counts = mismatch.per_tile(mask, tile)
     for index in np.ndindex(counts.shape):
         window = tuple(slice(i * t, (i + 1) * t) for i, t in zip(index, tile, strict=True))
         assert counts[index] == mask[window].sum()
@@ -283,10 +281,8 @@ def test_bad_programs_match_brute_force_for_a_transposed_index_map(data):
     )
     operand: Operand = transpose.kernels[0].outputs[0]
     assert isinstance(operand.index_map, IndexMap)
-    errors = closeness.element_errors(
-        mask.astype(np.float32), np.zeros(shape, np.float32), 0.0, 0.0
-    )
-    found = tiles.locate(errors, output="out", operand=operand, grid=(gi, gj))
+    errors = mismatch.element_errors(mask.astype(np.float32), np.zeros(shape, np.float32), 0.0, 0.0)
+    found = mismatch.locate(errors, output="out", operand=operand, grid=(gi, gj))
     expected = tuple(
         (i, j)
         for i in range(gi)
@@ -312,4 +308,4 @@ def test_bad_programs_match_brute_force_for_a_transposed_index_map(data):
     ],
 )
 def test_describe(bad, tiles_shape, words):
-    assert tiles.describe(bad, tiles_shape) == words
+    assert mismatch.describe(bad, tiles_shape) == words

@@ -12,7 +12,6 @@ from jax.experimental import pallas as pl
 
 import pallaslab
 from pallaslab._src.bench import live
-from pallaslab._src.bench.check import with_located_mismatches
 from pallaslab._src.views import benchplot, heatmap
 from pallaslab._src.views.benchview import BenchView, _bench_esm, record_bundle, static_html
 from pallaslab._src.views.inspector import Inspector
@@ -171,7 +170,7 @@ def located():
     fn = wrong_last_row()
     x = jax.random.normal(jax.random.key(0), (64, 96))
     inspection = pallaslab.inspect(fn, x)
-    return with_located_mismatches(inspection.with_result(inspection.run(ref=lambda v: v)))
+    return inspection.with_result(inspection.run(ref=lambda v: v))
 
 
 def test_the_run_tab_carries_the_heatmap(located):
@@ -193,7 +192,7 @@ def test_a_matching_run_has_no_heatmap():
         out_shape=jax.ShapeDtypeStruct((64,), jnp.float32),
     )
     inspection = pallaslab.inspect(fn, jnp.ones(64))
-    inspection = with_located_mismatches(inspection.with_result(inspection.run(ref=lambda v: v)))
+    inspection = inspection.with_result(inspection.run(ref=lambda v: v))
     assert inspection.result.comparison.tiles[0].ok
     assert Inspector(inspection).panes["run"]["result"]["comparison"]["tiles"] == []
 

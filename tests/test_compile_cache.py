@@ -16,9 +16,15 @@ import pytest
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src import settings
 from pallaslab._src.bench import harness
-from pallaslab._src.core import compile_cache, emulator, jax_adapter, running, tracing
+from pallaslab._src.core import (
+    compile_cache,
+    emulator,
+    jax_adapter,
+    running,
+    seeded,
+    settings,
+)
 from tests import corpus
 
 
@@ -116,11 +122,11 @@ def test_index_maps_are_part_of_the_key():
 
 def test_equal_programs_with_different_options_do_not_share_an_entry():
     case = corpus.seed_matmul(128, 128, 64)
-    args = running.example_arrays(case.args)
+    args = seeded.example_arrays(case.args)
     expected = np.asarray(case.reference(*args))
     emulated = pallaslab.inspect(case.fn, *args).run(*args, check=False)
-    interpreted = running.run_program(
-        tracing.trace_program(case.fn, args, {}), args, {}, interpret=True, check=False
+    interpreted = running.run(
+        pallaslab.inspect(case.fn, *args), args, {}, interpret=True, check=False
     )
     assert (emulated.mode, interpreted.mode) == ("emulated", "interpret")
     assert compiles() == 2
@@ -141,7 +147,7 @@ def test_equal_programs_with_different_options_do_not_share_an_entry():
 
 def test_compiler_params_are_part_of_the_key():
     # Emulated alike, but a kernel asking for 4 warps is not the one asking for 8.
-    args = running.example_arrays(corpus.seed_matmul(128, 128, 64).args)
+    args = seeded.example_arrays(corpus.seed_matmul(128, 128, 64).args)
     for warps in (4, 8):
         pallaslab.inspect(corpus.make_seed_matmul(num_warps=warps), *args).run(*args, check=False)
     assert compiles() == 2
@@ -211,7 +217,7 @@ def test_the_byte_bound_counts_held_constants():
 
 def test_zero_entries_turns_the_cache_off_and_results_stay_bitwise_equal():
     case = corpus.seed_matmul(128, 128, 64)
-    args = running.example_arrays(case.args)
+    args = seeded.example_arrays(case.args)
     cached = [pallaslab.inspect(corpus.make_seed_matmul(), *args).run(*args) for _ in range(2)]
     compile_cache.set_compile_cache_limits(max_entries=0)
     fresh = pallaslab.inspect(corpus.make_seed_matmul(), *args).run(*args)
@@ -243,7 +249,7 @@ def test_checks_run_again_compile_nothing():
     kacc = corpus.kacc_matmul()
     for build, args, leaks, races in (
         (reversed_blocks, (x,), True, False),  # its edge block's padding leaks out
-        (lambda: corpus.kacc_matmul().fn, tuple(running.example_arrays(kacc.args)), False, True),
+        (lambda: corpus.kacc_matmul().fn, tuple(seeded.example_arrays(kacc.args)), False, True),
     ):
         first = pallaslab.inspect(build(), *args).run(*args, check=True)
         assert bool(first.leaks) == leaks
@@ -256,7 +262,7 @@ def test_checks_run_again_compile_nothing():
 
 def test_race_orders_are_not_confused_with_the_grid_order():
     case = corpus.kacc_matmul()
-    args = running.example_arrays(case.args)
+    args = seeded.example_arrays(case.args)
     result = pallaslab.inspect(case.fn, *args).run(*args, check=True)
     gpu = [c for c in result.race_checks if c.backend == "gpu"]
     assert gpu and gpu[0].confirmed  # the GPU orders differ from the grid order

@@ -203,7 +203,7 @@ def test_work_is_counted_from_the_kernel_body():
 
 
 def test_complex_outputs_are_compared_with_their_imaginary_parts():
-    from pallaslab._src.core.running import compare
+    from pallaslab._src.core.comparison import compare
 
     out = np.array([1 + 1j, 2 + 0j], dtype=np.complex64)
     assert compare([out], out).ok

@@ -24,7 +24,7 @@ import pytest
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src.bench.check import materialize
+from pallaslab._src.core.seeded import materialize
 from pallaslab._src.course import catalog, grade
 from pallaslab._src.course.requirements import one_kernel, operations_outside_kernels
 from pallaslab._src.course.spec import Case, Exercise, Mistake
@@ -119,7 +119,7 @@ def test_unsolved_exercises_fail_with_the_intended_message(ip, name):
         result = ip.run_cell(_source(cell))
         assert result.error_in_exec is None, f"{exercise_id}: {result.error_in_exec}"
         feedback = result.result
-        assert isinstance(feedback, pallaslab.Feedback)
+        assert isinstance(feedback, pallaslab.course.Feedback)
         assert not feedback.ok, f"{exercise_id}: the starter solves the exercise"
         specific = feedback.kind != "wrong-values" or bool(feedback.message)
         assert specific, f"{exercise_id}: the starter gets no specific feedback"

@@ -17,9 +17,9 @@ import pytest
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src import textdiff
+from pallaslab._src.base import textdiff
 from pallaslab._src.core.diffing import align_texts
-from pallaslab._src.diffs import FIGURE_COLUMNS, LINE_COLUMNS, Delta, Diff, IrDiff, LinePair
+from pallaslab._src.records.diffs import FIGURE_COLUMNS, LINE_COLUMNS, Delta, Diff, IrDiff, LinePair
 from pallaslab._src.views import diffview
 from tests import corpus
 from tests.test_magic import PRELUDE, run

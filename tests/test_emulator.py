@@ -15,7 +15,8 @@ from jax.experimental.pallas import tpu as pltpu
 from jax.experimental.pallas import triton as pltriton
 
 import pallaslab
-from pallaslab._src.core import checking, chips, emulator, jax_adapter, running
+from pallaslab._src.core import checking, chips, emulator, jax_adapter, running, seeded
+from pallaslab._src.geometry.races import find_races
 from pallaslab._src.views.static_page import static_tab
 from tests import corpus
 
@@ -52,7 +53,7 @@ def assert_identical(want, got):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_corpus_is_identical_to_interpret_mode(name):
     case = CASES[name]()
-    args = running.example_arrays(case.args, seed=1)
+    args = seeded.example_arrays(case.args, seed=1)
     plans = plans_of(case.fn, *args)
     # Kernels the emulator does not cover (DMAs, mesh kernels) run in an interpreter.
     assert plans and all(p.emulated for p in plans) == case.emulated, [p.describe() for p in plans]
@@ -114,7 +115,7 @@ def _scratch_matmul(semantics, k_axis=2):
 )
 def test_scratch_that_carries_state_runs_in_order_along_non_parallel_axes(semantics, batched):
     fn = _scratch_matmul(semantics)
-    x, y = running.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
+    x, y = seeded.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
     (plan,) = plans_of(fn, x, y)
     assert plan.batched == batched
     if not batched:
@@ -130,7 +131,7 @@ def test_scratch_shared_across_axes_inside_a_sequential_one_is_not_batched():
     # even though (i, j) are marked "parallel". Batching (i, j) would give each program
     # its own accumulator and hide the bug.
     fn = _scratch_matmul(("arbitrary", "parallel", "parallel"), k_axis=0)
-    x, y = running.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
+    x, y = seeded.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
     (plan,) = plans_of(fn, x, y)
     assert plan.batched == ()
     assert "share one scratch buffer" in plan.describe()
@@ -217,7 +218,7 @@ def test_output_index_map_reading_prefetch_runs_in_order():
 
 def test_bf16_seed_matmul_matches_interpret_mode():
     case = corpus.seed_matmul(128, 128, 64, dtype=jnp.bfloat16)
-    args = running.example_arrays(case.args)
+    args = seeded.example_arrays(case.args)
     want, got = interpreted(case.fn)(*args), pallaslab.emulate(case.fn)(*args)
     np.testing.assert_allclose(
         np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=1.6e-2, atol=1.6e-2
@@ -286,7 +287,7 @@ def test_dmas_fall_back_to_pallas_interpreter_with_a_one_line_notice():
         warnings.simplefilter("always")
         out = pallaslab.emulate(fn)(x)
     np.testing.assert_array_equal(out, x * 2)
-    notices = [w for w in caught if issubclass(w.category, pallaslab.EmulationNotice)]
+    notices = [w for w in caught if issubclass(w.category, pallaslab.types.EmulationNotice)]
     assert len(notices) == 1
     text = str(notices[0].message)
     assert (
@@ -322,9 +323,9 @@ def _call_and_plan(fn, *args):
 
 def test_kacc_race_is_confirmed_under_gpu_rules_and_clean_under_tpu_rules():
     case = corpus.kacc_matmul(m=128, n=128, k=256, bm=64, bn=64, bk=128)
-    x, y = running.example_arrays(case.args)
+    x, y = seeded.example_arrays(case.args)
     call, plan = _call_and_plan(case.fn, x, y)
-    assert len(call.record.races("gpu")) == 4 and call.record.races("tpu") == []
+    assert len(find_races(call.record, "gpu")) == 4 and find_races(call.record, "tpu") == []
     gpu = checking.confirm_races(call, plan, [x, y], "gpu")
     assert gpu.confirmed and gpu.conflicts == 4 and gpu.orders == 3
     assert {output for output, _ in gpu.tiles} == {"o_ref"}
@@ -357,7 +358,7 @@ def _revisiting_matmul():
 
 def test_tpu_revisit_is_confirmed_by_the_vmem_model():
     fn = _revisiting_matmul()
-    x, y = running.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
+    x, y = seeded.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
     call, plan = _call_and_plan(fn, x, y)
     # Pallas' interpreter (and the emulator's grid order) accumulate fine ...
     np.testing.assert_allclose(pallaslab.emulate(fn)(x, y), x @ y, rtol=1e-5, atol=1e-4)
@@ -471,7 +472,7 @@ def test_accumulating_without_zeroing_reads_the_uninitialized_output():
         ],
         out_specs=pl.BlockSpec((32, 32), lambda i, j, k: (i, j)),
     )
-    args = running.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
+    args = seeded.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
     (leak,) = pallaslab.inspect(fn, *args).run(*args).leaks
     assert leak.cause == "uninitialized-output" and leak.source == "o_ref"
     assert sorted(leak.tiles) == [(0, 0), (0, 1), (1, 0), (1, 1)]
@@ -483,7 +484,7 @@ def test_an_output_the_body_never_stores_into_is_named_as_such():
         o_ref = 2 * x_ref[...]  # noqa: F841 - the beginner's mistake: rebinds the name
 
     fn = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32))
-    args = running.example_arrays([corpus.f32(8)])
+    args = seeded.example_arrays([corpus.f32(8)])
     (leak,) = pallaslab.inspect(fn, *args).run(*args).leaks
     assert leak.cause == "uninitialized-output"
     assert leak.detail.startswith("The kernel never stores into o_ref")
@@ -542,7 +543,7 @@ def test_runs_say_how_each_kernel_ran():
     assert gpu.backend == "gpu" and gpu.confirmed
     quiet = inspection.run(check=False)
     assert quiet.race_checks == () and quiet.leaks == ()
-    forced = running.run_program(inspection.program, (), {}, interpret=True)
+    forced = running.run(inspection, (), {}, interpret=True)
     assert forced.mode == "interpret" and forced.notices == ()
     np.testing.assert_allclose(forced.values[0], result.values[0], rtol=1e-6, atol=1e-5)
 
@@ -577,7 +578,7 @@ def test_the_triton_seed_matmul_emulates_with_its_loads_and_stores():
             out_specs=pl.BlockSpec((32, 32), lambda i, j: (i, j)),
         )
     )
-    a, b = running.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
+    a, b = seeded.example_arrays([corpus.f32(64, 64), corpus.f32(64, 64)])
     (plan,) = plans_of(fn, a, b)
     assert plan.batched == (0, 1)  # loads do not count as writes to a_ref / b_ref
     assert_identical(interpreted(fn)(a, b), pallaslab.emulate(fn)(a, b))
@@ -634,7 +635,7 @@ def test_kernels_tab_words_races_for_both_backends():
 
 def test_emulate_can_run_programs_in_a_gpu_like_order():
     case = corpus.kacc_matmul(m=128, n=128, k=256, bm=64, bn=64, bk=128)
-    x, y = running.example_arrays(case.args)
+    x, y = seeded.example_arrays(case.args)
     in_order = pallaslab.emulate(case.fn)(x, y)
     np.testing.assert_allclose(in_order, x @ y, rtol=1e-5, atol=1e-4)
     shuffled = [np.asarray(pallaslab.emulate(case.fn, order="gpu", seed=s)(x, y)) for s in (0, 1)]
@@ -657,7 +658,7 @@ def test_whole_block_stores_count_as_overwrites_and_masked_ones_do_not():
 
 def test_a_failing_emulation_falls_back_with_a_notice(monkeypatch):
     case = corpus.blocked_add()
-    x, y = running.example_arrays(case.args)
+    x, y = seeded.example_arrays(case.args)
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
@@ -668,5 +669,5 @@ def test_a_failing_emulation_falls_back_with_a_notice(monkeypatch):
         warnings.simplefilter("always")
         out = pallaslab.emulate(fn)(x, y)
     np.testing.assert_array_equal(out, x + y)
-    (notice,) = [w for w in caught if issubclass(w.category, pallaslab.EmulationNotice)]
+    (notice,) = [w for w in caught if issubclass(w.category, pallaslab.types.EmulationNotice)]
     assert "emulator failed (RuntimeError: boom)" in str(notice.message)

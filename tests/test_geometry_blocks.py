@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pallaslab._src import indexmap as ix
 from pallaslab._src.geometry.blocks import block_starts, grid_indices, stray_blocks
+from pallaslab._src.records import indexmap as ix
 from tests import records
 
 

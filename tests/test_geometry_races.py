@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pallaslab._src import indexmap as ix
 from pallaslab._src.geometry import races
+from pallaslab._src.geometry.races import find_races
 from pallaslab._src.records import Operand
+from pallaslab._src.records import indexmap as ix
 from tests import records
 
 NAMES = ("i", "j", "k")
@@ -48,56 +49,56 @@ def kacc(grid=(2, 2, 2), semantics=("parallel", "parallel", "arbitrary"), order=
 
 def test_kacc_races_on_gpu_and_not_on_tpu_with_k_arbitrary():
     k = kacc()
-    gpu = k.races("gpu")
+    gpu = find_races(k, "gpu")
     assert len(gpu) == 4
     first = gpu[0]
     assert (first.operand, first.block, first.kind) == ("o_ref", (0, 0), "parallel-write")
     assert first.programs == ((0, 0, 0), (0, 0, 1))
     assert first.axes == (2,)
     assert {c.block for c in gpu} == {(0, 0), (0, 1), (1, 0), (1, 1)}
-    assert k.races("tpu") == []
+    assert find_races(k, "tpu") == []
 
 
 def test_tpu_parallel_k_races_and_default_semantics_do_not():
-    assert len(kacc(semantics=("parallel", "parallel", "parallel")).races("tpu")) == 4
-    assert kacc(semantics=None).races("tpu") == []  # every axis "arbitrary"
+    assert len(find_races(kacc(semantics=("parallel", "parallel", "parallel")), "tpu")) == 4
+    assert find_races(kacc(semantics=None), "tpu") == []  # every axis "arbitrary"
 
 
 def test_tpu_flags_an_output_block_left_and_revisited():
     # k outermost: block (i, j) is written at programs (0, i, j) and (1, i, j), with
     # the other blocks in between; a TPU does not read the block back.
     k = kacc(semantics=("arbitrary", "parallel", "parallel"), order=(2, 0, 1))
-    tpu = k.races("tpu")
+    tpu = find_races(k, "tpu")
     assert [c.kind for c in tpu] == ["revisit"] * 4
     assert tpu[0].programs == ((0, 0, 0), (1, 0, 0))
     semantics_all_arbitrary = kacc(semantics=("arbitrary",) * 3, order=(2, 0, 1))
-    assert len(semantics_all_arbitrary.races("tpu")) == 4
-    assert len(k.races("gpu")) == 4
+    assert len(find_races(semantics_all_arbitrary, "tpu")) == 4
+    assert len(find_races(k, "gpu")) == 4
 
 
 def test_clean_kernel_has_no_races_anywhere():
     out = output((256,), (128,), [ix.arg(0, "i")], ("i",))
     k = kernel((2,), out)
-    assert k.races("gpu") == [] and k.races("tpu") == []
+    assert find_races(k, "gpu") == [] and find_races(k, "tpu") == []
     (sentence,) = races.summarize(k, [], "gpu")
     assert "no races" in sentence
 
 
 def test_summaries_name_the_axis_and_the_fix():
     k = kacc()
-    (gpu,) = races.summarize(k, k.races("gpu"), "gpu")
+    (gpu,) = races.summarize(k, find_races(k, "gpu"), "gpu")
     assert "each of its 4 blocks" in gpu and "grid axis 2 (k)" in gpu
     assert "atomics" in gpu and "fori_loop" in gpu
     (tpu,) = races.summarize(k, [], "tpu")
     assert "no races" in tpu and "grid axis 2 (k)" in tpu and "in order" in tpu
     revisit = kacc(semantics=None, order=(2, 0, 1))
-    (words,) = races.summarize(revisit, revisit.races("tpu"), "tpu")
+    (words,) = races.summarize(revisit, find_races(revisit, "tpu"), "tpu")
     assert "innermost" in words
 
 
 def test_unknown_backend_and_prefetch_maps_are_reported():
     with pytest.raises(ValueError, match="backend"):
-        kacc().races("cuda")
+        find_races(kacc(), "cuda")
     table = ix.load(1, "order", [ix.arg(0, "i")])
     out = Operand(
         position=1,
@@ -113,9 +114,9 @@ def test_unknown_backend_and_prefetch_maps_are_reported():
     )
     k = kernel((8,), out)
     with pytest.raises(ValueError, match="scalar-prefetch"):
-        k.races("gpu")
+        find_races(k, "gpu")
     order = np.array([0, 0, 1, 2, 3, 4, 5, 6])
-    (conflict,) = k.races("gpu", prefetch=[order])
+    (conflict,) = find_races(k, "gpu", prefetch=[order])
     assert conflict.programs == ((0,), (1,))
 
 
@@ -125,7 +126,7 @@ def test_element_windows_that_overlap_conflict():
         (80,), (10,), [ix.apply("mul", ix.arg(0, "i"), ix.const(8))], ("i",), kinds=["element"]
     )
     k = kernel((8,), out)
-    gpu = k.races("gpu")
+    gpu = find_races(k, "gpu")
     assert len(gpu) == 7
     assert gpu[0].programs == ((0,), (1,))
     starts = np.arange(8).reshape(8, 1) * 8
@@ -181,7 +182,7 @@ def test_gpu_conflicts_are_exactly_the_shared_blocks(grid, data):
         2, "out", "o_ref", "outputs[0]", (16,), "float32", (4,), ("blocked",), index_map, "default"
     )
     k = kernel(grid, out)
-    conflicts = k.races("gpu", prefetch=[table.reshape(-1)])
+    conflicts = find_races(k, "gpu", prefetch=[table.reshape(-1)])
     values, counts = np.unique(table, return_counts=True)
     assert sorted(c.block for c in conflicts) == sorted((int(v),) for v in values[counts > 1])
     for c in conflicts:

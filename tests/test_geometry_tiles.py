@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pallaslab._src import indexmap as ix
 from pallaslab._src.geometry import merit
-from pallaslab._src.geometry.tilemap import schedule_of
+from pallaslab._src.geometry.tilemap import TileMap, schedule_of
 from pallaslab._src.records import CostEstimate, KernelWork, Operand
+from pallaslab._src.records import indexmap as ix
 from tests import records
 
 LETTERS = "ijkl"
@@ -165,7 +165,7 @@ def kernels(draw):
 @settings(max_examples=150, deadline=None)
 @given(kernels())
 def test_tile_maps_agree_with_brute_force(k):
-    tiles = k.tiles()
+    tiles = TileMap(k)
     op = k.operands[0]
     blocks = brute_blocks(op, k.grid)
     for program, spans in blocks.items():
@@ -199,7 +199,7 @@ def test_blocks_of_a_dividing_shape_partition_the_array(blocks_per_dim, block_si
     block = tuple(block_sizes[:rank])
     shape = tuple(b * n for b, n in zip(block, blocks_per_dim, strict=True))
     op = operand(shape, block, [g(k) for k in range(rank)], grid_rank=rank)
-    tiles = kernel(blocks_per_dim, op).tiles()
+    tiles = TileMap(kernel(blocks_per_dim, op))
     counts = tiles.read_counts(0)
     assert counts.shape == shape and (counts == 1).all()
     assert tiles.transfers(0) == math.prod(blocks_per_dim)
@@ -209,7 +209,7 @@ def test_blocks_of_a_dividing_shape_partition_the_array(blocks_per_dim, block_si
 @settings(max_examples=60, deadline=None)
 @given(kernels())
 def test_read_counts_sum_to_the_elements_blocks_hold(k):
-    tiles = k.tiles()
+    tiles = TileMap(k)
     op = k.operands[0]
     total = sum(math.prod(b - a for a, b in tiles.ranges(0, p)) for p in tiles.programs())
     assert int(tiles.read_counts(0).sum()) == total == tiles.coverage(0).total
@@ -225,7 +225,7 @@ def test_read_counts_sum_to_the_elements_blocks_hold(k):
 
 def test_a_1000_vector_in_128_blocks_pads_the_last_by_24():
     op = operand((1000,), (128,), [g(0)])
-    tiles = kernel((8,), op).tiles()
+    tiles = TileMap(kernel((8,), op))
     assert tiles.ranges(0, (7,)) == ((896, 1000),)
     assert tiles.padding(0, (7,)) == ((0, 24),)
     assert tiles.padding(0, (6,)) == ((0, 0),)
@@ -248,7 +248,7 @@ def test_k_accumulator_output_is_revisited_k_over_bk_times():
         o,
         dimension_semantics=("parallel", "parallel", "arbitrary"),
     )
-    tiles = k.tiles()
+    tiles = TileMap(k)
     assert tiles.schedule == "tpu"
     assert (tiles.visits(2) == kk // bk).all()
     assert tiles.revisit_axes(2) == (2,)
@@ -262,7 +262,7 @@ def test_k_accumulator_output_is_revisited_k_over_bk_times():
 
 def test_squeezed_dims_give_one_element():
     op = operand((4, 256), (None, 128), [g(0), g(1)], grid_rank=2)
-    tiles = kernel((4, 2), op).tiles()
+    tiles = TileMap(kernel((4, 2), op))
     assert tiles.ranges(0, (3, 1)) == ((3, 4), (128, 256))
 
 
@@ -275,7 +275,7 @@ def test_element_dims_are_offsets_into_the_padded_array():
         kinds=["element"],
         element_padding=((2, 1),),
     )
-    tiles = kernel((3,), op).tiles()
+    tiles = TileMap(kernel((3,), op))
     assert tiles.block(0, (0,)) == ((-2, 4),)
     assert tiles.padding(0, (0,)) == ((2, 0),)
     assert tiles.ranges(0, (2,)) == ((6, 10),)
@@ -290,7 +290,7 @@ def test_bounded_slices_use_the_size_the_index_map_returns():
         kinds=["bounded"],
         sizes=(ix.apply("add", ix.const(8), g(0)),),
     )
-    tiles = kernel((4,), op).tiles()
+    tiles = TileMap(kernel((4,), op))
     assert [tiles.block(0, (i,)) for i in range(4)] == [
         ((0, 8),),
         ((8, 17),),
@@ -318,11 +318,11 @@ def test_scalar_prefetch_index_maps_need_their_values():
         ),
     )
     k = kernel((4,), table, x, num_scalar_prefetch=1)
-    unmapped = k.tiles()
+    unmapped = TileMap(k)
     assert unmapped.operands[1].access == "unmapped"
     with pytest.raises(ValueError, match="scalar-prefetch"):
         unmapped.ranges(1, (0,))
-    tiles = k.tiles(prefetch=(np.array([3, 3, 0, 1]),))
+    tiles = TileMap(k, prefetch=(np.array([3, 3, 0, 1]),))
     assert [tiles.ranges(1, (i,)) for i in range(4)] == [
         ((24, 32),),
         ((24, 32),),
@@ -336,7 +336,7 @@ def test_scalar_prefetch_index_maps_need_their_values():
 
 def test_grid_of_rank_zero_is_one_program():
     op = operand((8,), (8,), [ix.const(0)], grid_rank=0)
-    tiles = kernel((), op).tiles()
+    tiles = TileMap(kernel((), op))
     assert list(tiles.programs()) == [()]
     assert tiles.ranges(0, ()) == ((0, 8),)
     assert tiles.visits(0).shape == () and int(tiles.visits(0)) == 1
@@ -356,7 +356,7 @@ def test_scratch_and_manual_operands():
         index_map=None,
         memory_space="vmem",
     )
-    tiles = kernel((2,), x, scratch).tiles()
+    tiles = TileMap(kernel((2,), x, scratch))
     assert tiles.operands[0].access == "manual" and tiles.transfers(0) == 0
     with pytest.raises(ValueError, match="scratch"):
         tiles.read_counts(1)
@@ -365,13 +365,13 @@ def test_scratch_and_manual_operands():
 
 def test_errors_name_the_problem():
     op = operand((8,), (8,), [g(0)])
-    tiles = kernel((2,), op).tiles()
+    tiles = TileMap(kernel((2,), op))
     with pytest.raises(IndexError, match="not in the grid"):
         tiles.ranges(0, (2,))
     with pytest.raises(IndexError, match="1 operands"):
         tiles.ranges(3, (0,))
     with pytest.raises(ValueError, match="schedule"):
-        kernel((2,), op).tiles(schedule="cpu")
+        TileMap(kernel((2,), op), schedule="cpu")
 
 
 def test_schedule_follows_the_backend():
@@ -389,7 +389,7 @@ def test_large_grids_stay_fast_and_compact():
         operand((n, n), (b, b), [g(1), g(0)], grid_rank=2, position=1),
         operand((n, n), (b, b), [g(0), g(1)], grid_rank=2, role="out", position=2),
     ]
-    tiles = kernel((n // b, n // b), *ops).tiles()
+    tiles = TileMap(kernel((n // b, n // b), *ops))
     coverage = tiles.coverage(1)
     assert coverage.counts.shape == (n // b, n // b) and coverage.max == 1
     assert tiles.hbm_bytes() == tiles.min_hbm_bytes() == 3 * n * n * 4
@@ -430,7 +430,7 @@ def _kacc(bk=128):
 
 def test_merit_of_a_k_accumulating_matmul():
     k = _kacc()
-    figures = merit.kernel_merit(k.tiles())
+    figures = merit.kernel_merit(TileMap(k))
     x, y, o, _scratch = figures.operands
     assert (x.reads_min, x.reads_max, x.reads_mean) == (2, 2, 2.0)
     assert x.transfers == 16 and x.hbm_bytes == 2 * x.min_bytes  # one copy per program
@@ -449,7 +449,7 @@ def test_merit_of_a_k_accumulating_matmul():
     assert fit.ridge == pytest.approx(240.5, abs=0.1)
     assert fit.seconds == pytest.approx(max(figures.flops / 197e12, figures.hbm_bytes / 819e9))
     assert fit.attainable_flops == pytest.approx(figures.arithmetic_intensity * 819e9)
-    gpu = merit.on_chip(merit.kernel_merit(k.tiles(), "gpu"), "H100")
+    gpu = merit.on_chip(merit.kernel_merit(TileMap(k), "gpu"), "H100")
     assert gpu.kind == "gpu" and gpu.capacity_name == "shared memory"
     assert gpu.peak_name == "fp32"
     # cc 9.0's 227 KB of shared memory per block; the H100 SXM5's 66.9 FP32 TFLOP/s.
@@ -459,9 +459,9 @@ def test_merit_of_a_k_accumulating_matmul():
 def test_declared_cost_is_used_when_the_count_is_unsure():
     op = operand((8,), (8,), [g(0)])
     k = kernel((1,), op, work=KernelWork(10, 0, exact=False), cost_estimate=CostEstimate(99, 1, 0))
-    figures = merit.kernel_merit(k.tiles())
+    figures = merit.kernel_merit(TileMap(k))
     assert (figures.flops, figures.flops_source) == (99, "declared")
     k = kernel((1,), op)
-    figures = merit.kernel_merit(k.tiles())
+    figures = merit.kernel_merit(TileMap(k))
     assert figures.flops is None and figures.arithmetic_intensity is None
     assert merit.on_chip(figures, "H100").bound == ""

@@ -17,10 +17,10 @@ import re
 from pathlib import Path
 
 import pytest
+from pallaslab._src.bench.check import with_located_mismatches
 
 import pallaslab
 from pallaslab._src.bench import live, sweep
-from pallaslab._src.bench.check import with_located_mismatches
 from pallaslab._src.views import benchview
 from pallaslab._src.views.contracts import IrStatic
 from pallaslab._src.views.header import Problem, summary_text

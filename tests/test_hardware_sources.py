@@ -22,7 +22,8 @@ import dataclasses
 
 import pytest
 
-from pallaslab._src import gpu_target_config, hardware
+from pallaslab._src.core import gpu_target_config
+from pallaslab._src.records import hardware
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 K = 1024  # the CUDA guide's "64 K" registers

@@ -18,13 +18,15 @@ from jax.experimental.pallas import tpu as pltpu
 from jax.experimental.pallas import triton as pltriton
 
 import pallaslab
-from pallaslab._src import cli, hardware
+from pallaslab._src import cli
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.hints import sampled_programs
 from pallaslab._src.core.lowering.occupancy import occupancy
+from pallaslab._src.core.program import program_of
 from pallaslab._src.geometry.hints import HintInputs, kernel_hints
-from pallaslab._src.lowered import GpuResources
-from pallaslab._src.perfhints import Hint
+from pallaslab._src.records import hardware
+from pallaslab._src.records.hints import Hint
+from pallaslab._src.records.lowered import GpuResources
 from pallaslab._src.views.static_page import static_tab
 from pallaslab._src.views.tabs import overview
 from tests import corpus
@@ -217,7 +219,7 @@ def test_dots_are_read_from_the_jaxpr():
 
     fn, args = matmul(32, 64, 16, 64, 64, 32, dtype=BF16, body=body)
     inspection = pallaslab.inspect(fn, *args)
-    (dot,) = jax_adapter.kernel_dots(inspection._program.sites[0])
+    (dot,) = jax_adapter.kernel_dots(program_of(inspection).sites[0])
     assert (dot.m, dot.n, dot.k, dot.batch) == (32, 16, 64, 1)
     assert (dot.lhs_dtype, dot.out_dtype, dot.widened_to) == ("bfloat16", "bfloat16", "float32")
     assert dot.accumulated and dot.lhs_from == ""

@@ -20,6 +20,7 @@ from jax.experimental import pallas as pl
 import pallaslab
 from pallaslab._src.geometry.blocks import stray_blocks
 from pallaslab._src.geometry.limits import MAX_PROGRAMS, GridTooLargeError, check_programs
+from pallaslab._src.geometry.races import find_races
 from pallaslab._src.views.inspector import Inspector
 
 HUGE = 2**40
@@ -118,7 +119,7 @@ def test_races_and_runs_refuse_with_a_clear_error():
     fn, spec = copy_call(1024, 128, (HUGE,), lambda i: (0,))
     kernel = pallaslab.inspect(fn, spec).kernels[0]
     with pytest.raises(GridTooLargeError, match="check for races"):
-        kernel.races("gpu")
+        find_races(kernel, "gpu")
     with pytest.raises(GridTooLargeError, match="run on CPU"):
         pallaslab.emulate(fn)(jnp.zeros(1024, jnp.float32))
     with pytest.raises(GridTooLargeError, match="run on CPU"):

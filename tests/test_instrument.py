@@ -18,7 +18,7 @@ from jax.experimental.pallas import tpu as pltpu
 from jax.experimental.pallas import triton as pltriton
 
 import pallaslab
-from pallaslab._src.core import emulator, jax_adapter, running
+from pallaslab._src.core import emulator, jax_adapter, seeded
 from pallaslab._src.core.jax_adapter import instrument
 from tests import corpus
 
@@ -43,7 +43,7 @@ def test_probed_runs_give_interpret_modes_values(name):
     case = CASES[name]()
     if not case.emulated:
         pytest.skip("runs in Pallas' interpreter (DMAs or a TPU mesh), not the instrumented body")
-    args = running.example_arrays(case.args, seed=2)
+    args = seeded.example_arrays(case.args, seed=2)
     want = _interpreted(case.fn, *args)
     probe = instrument.Probe(flags=True)
     for site in jax_adapter.find_kernel_sites(jax.make_jaxpr(case.fn)(*args)):
@@ -67,7 +67,7 @@ def test_probed_runs_give_interpret_modes_values(name):
 @pytest.mark.parametrize("name", sorted(set(CASES) - GPU_RACES))
 def test_race_free_kernels_give_the_same_values_in_gpu_orders(name):
     case = CASES[name]()
-    args = running.example_arrays(case.args, seed=3)
+    args = seeded.example_arrays(case.args, seed=3)
     want = _interpreted(case.fn, *args)
     for seed in (0, 1):
         got = pallaslab.emulate(case.fn, order="gpu", seed=seed)(*args)
@@ -144,7 +144,7 @@ def test_a_body_it_cannot_follow_leaves_runs_and_the_other_checks_intact(monkeyp
     monkeypatch.setattr(instrument._Evaluator, "_stateful", refuse)
     # GPU orders fall back to whole blocks (this kernel has one program per block).
     case = corpus.blocked_add()
-    x, y = running.example_arrays(case.args)
+    x, y = seeded.example_arrays(case.args)
     fn = jax.jit(lambda a, b: case.fn(a, b) + 0.0)  # a fresh function: traced anew
     np.testing.assert_array_equal(pallaslab.emulate(fn, order="gpu", seed=0)(x, y), x + y)
     # Padding leaks are still found; the slices' check says why it did not run.

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import jax_adapter, prefetch
+from pallaslab._src.core.program import program_of
 from tests import corpus
 
 
@@ -318,15 +319,15 @@ def test_primitives_outside_kernels_skip_kernel_bodies_and_enter_jit():
 def test_prefetch_values_are_evaluated_from_the_program():
     case = corpus.scalar_prefetch()
     inspection = pallaslab.inspect(case.fn, *case.args)
-    program = inspection.program
+    program = program_of(inspection)
     leaves = program.dynamic_leaves((case.args[0], jnp.zeros((64, 128))), {})
-    values = jax_adapter.prefetch_values(program.sites[0], program, leaves)
+    values = prefetch.prefetch_values(program, 0, leaves)
     assert [v.tolist() for v in values] == [[7, 6, 5, 4, 3, 2, 1, 0]]
 
 
 def test_sites_are_frozen_records_of_jax_state():
     case = corpus.blocked_add()
-    site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
+    site = program_of(pallaslab.inspect(case.fn, *case.args)).sites[0]
     with pytest.raises(dataclasses.FrozenInstanceError):
         site.path = ()  # type: ignore[misc]
 
@@ -336,7 +337,7 @@ def test_sites_are_frozen_records_of_jax_state():
 
 def _body(case):
     inspection = pallaslab.inspect(case.fn, *case.args)
-    return inspection.program.sites[0].params["jaxpr"]
+    return program_of(inspection).sites[0].params["jaxpr"]
 
 
 def _eqns(jaxpr, name):
@@ -362,7 +363,7 @@ class TestAccessPrivateShapes:
             ref_addupdate(o_ref, ..., jnp.ones(4))
 
         fn = pl.pallas_call(kernel, out_shape=corpus.f32(4), grid=(1,))
-        body = pallaslab.inspect(fn, corpus.f32(4)).program.sites[0].params["jaxpr"]
+        body = program_of(pallaslab.inspect(fn, corpus.f32(4))).sites[0].params["jaxpr"]
         (get, *_) = _eqns(body, "get")
         (swap, *_) = _eqns(body, "swap")
         (update,) = _eqns(body, "addupdate")
@@ -420,7 +421,7 @@ class TestAccessPrivateShapes:
 
         fn = pl.pallas_call(looping, out_shape=corpus.f32(1))
         (loop,) = _eqns(
-            pallaslab.inspect(fn, corpus.f32(8)).program.sites[0].params["jaxpr"], "while"
+            program_of(pallaslab.inspect(fn, corpus.f32(8))).sites[0].params["jaxpr"], "while"
         )
         assert {"cond_jaxpr", "body_jaxpr", "cond_nconsts", "body_nconsts"} <= set(loop.params)
 
@@ -436,7 +437,7 @@ class TestAccessPrivateShapes:
 
         fn = pl.pallas_call(kernel, out_shape=corpus.f32(8, 128))
         inspection = pallaslab.inspect(fn, corpus.f32(8, 128))
-        (eqn,) = _eqns(inspection.program.sites[0].params["jaxpr"], "run_scoped")
+        (eqn,) = _eqns(program_of(inspection).sites[0].params["jaxpr"], "run_scoped")
         inner = eqn.params["jaxpr"]
         assert len(inner.invars) == 1 and len(inner.constvars) == len(eqn.invars)
         assert tuple(inner.invars[0].aval.inner_aval.shape) == (8, 128)
@@ -456,7 +457,7 @@ class TestAccessPrivateShapes:
             out_specs=pl.BlockSpec((pl.Element(16, (2, 3)), 128), lambda i: (i * 16, 0)),
         )
         inspection = pallaslab.inspect(fn, corpus.f32(64, 128))
-        bounded, element = inspection.program.sites[0].params["grid_mapping"].block_mappings
+        bounded, element = program_of(inspection).sites[0].params["grid_mapping"].block_mappings
         tree = bounded.index_map_out_tree
         slice_node = tree.children()[0]
         assert slice_node.node_data()[0].__name__ == "Slice"
@@ -472,7 +473,7 @@ class TestAccessPrivateShapes:
     def test_kernel_inputs_are_the_bound_values(self):
         case = corpus.scalar_prefetch()
         inspection = pallaslab.inspect(case.fn, *case.args)
-        program = inspection.program
+        program = program_of(inspection)
         x = jnp.arange(64 * 128, dtype=jnp.float32).reshape(64, 128)
         leaves = program.dynamic_leaves((case.args[0], x), {})
         values = jax_adapter.kernel_inputs(program.sites[0], program, leaves)
@@ -491,7 +492,7 @@ class TestAccessPrivateShapes:
             o_ref[...] = row
 
         fn = pl.pallas_call(kernel, out_shape=corpus.f32(8))
-        body = pallaslab.inspect(fn, corpus.f32(8)).program.sites[0].params["jaxpr"]
+        body = program_of(pallaslab.inspect(fn, corpus.f32(8))).sites[0].params["jaxpr"]
         found = []
         run = interp.Interpreter((), (), found.append)
         x = interp.Buffer(0, np.arange(8, dtype=np.float32))
@@ -513,7 +514,7 @@ class TestAccessPrivateShapes:
 
         fn = pl.pallas_call(kernel, out_shape=corpus.f32(2), grid=(2,))
         inspection = pallaslab.inspect(fn, corpus.f32(4))
-        body = inspection.program.sites[0].params["jaxpr"]
+        body = program_of(inspection).sites[0].params["jaxpr"]
         from pallaslab._src.core.jax_adapter import shapes
 
         (call,) = [e for e in body.eqns if e.primitive.name in ("pjit", "jit")]
@@ -644,7 +645,7 @@ class TestLoweringShapes:
             (corpus.blocked_add(), "cuda", {"mosaic_gpu": True}, "mosaic_gpu", "gpu.launch"),
             (corpus.kacc_matmul(), "tpu", {"tpu_generation": "v4"}, "mosaic_tpu", "tpu.matmul"),
         ):
-            site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
+            site = program_of(pallaslab.inspect(case.fn, *case.args)).sites[0]
             module = lowering.lower_module(
                 lowering.kernel_function(site), lowering.kernel_avals(site), platform, **kwargs
             )
@@ -690,7 +691,7 @@ class TestLoweringShapes:
         from pallaslab._src.core.jax_adapter import lowering
 
         case = corpus.kacc_matmul()
-        site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
+        site = program_of(pallaslab.inspect(case.fn, *case.args)).sites[0]
         data = lowering.export_for_tpu(
             lowering.kernel_function(site), lowering.kernel_avals(site), "v5e"
         )
@@ -763,7 +764,7 @@ class TestEmulationShapes:
         case = corpus.blocked_add()
         padded = hlo_interpreter._pad_to_block_dimension(jnp.zeros((33, 2, 5)), (32, 2, 4))
         assert padded.shape == (64, 2, 8)
-        site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
+        site = program_of(pallaslab.inspect(case.fn, *case.args)).sites[0]
         from pallaslab._src.core.jax_adapter import emulation
 
         call = emulation.kernel_call(site.params, site.in_avals)
@@ -1076,7 +1077,7 @@ class TestVersionShapes:
             o_ref[...] = jax.lax.fori_loop(0, 4, body, jnp.zeros(2))
 
         fn = pl.pallas_call(kernel, out_shape=corpus.f32(2))
-        body = pallaslab.inspect(fn, corpus.f32(8)).program.sites[0].params["jaxpr"]
+        body = program_of(pallaslab.inspect(fn, corpus.f32(8))).sites[0].params["jaxpr"]
         (scan,) = [e for e in body.eqns if e.primitive.name == "scan"]
         other = _with_eqn(body, scan, scan.replace(params=_other_scan_form(scan.params)))
         results = []
@@ -1150,7 +1151,7 @@ class TestVersionShapes:
 
         fn = pl.pallas_call(kernel, out_shape=corpus.f32(2), grid=(2,))
         inspection = pallaslab.inspect(fn, corpus.f32(4))
-        body = inspection.program.sites[0].params["jaxpr"]
+        body = program_of(inspection).sites[0].params["jaxpr"]
         assert "eval_jaxpr" in {e.primitive.name for e in body.eqns}
         accesses = inspection.accesses(0, (1,))
         assert accesses.complete
@@ -1184,10 +1185,10 @@ class TestVersionShapes:
         case = corpus.scalar_prefetch()
         wrapped = lambda idx, y: _eval_jaxpr_call(lambda i, v: (case.fn(i, v),), idx, y)[0]  # noqa: E731
         inspection = pallaslab.inspect(wrapped, *case.args)
-        program = inspection.program
+        program = program_of(inspection)
         assert [e.primitive.name for e in program.sites[0].trail] == ["eval_jaxpr"]
         leaves = program.dynamic_leaves((case.args[0], jnp.zeros((64, 128))), {})
-        values = jax_adapter.prefetch_values(program.sites[0], program, leaves)
+        values = prefetch.prefetch_values(program, 0, leaves)
         assert [v.tolist() for v in values] == [[7, 6, 5, 4, 3, 2, 1, 0]]
 
     def test_index_maps_translate_through_eval_jaxpr(self):
@@ -1225,7 +1226,7 @@ class TestVersionShapes:
 
         fn = pl.pallas_call(kernel, out_shape=corpus.f32(8, 128))
         inspection = pallaslab.inspect(fn, corpus.f32(8, 128))
-        site = inspection.program.sites[0]
+        site = program_of(inspection).sites[0]
         body = site.params["jaxpr"]
         (eqn,) = [e for e in body.eqns if e.primitive.name == "run_scoped"]
         outer, allocated = shapes.scoped_refs(eqn)
@@ -1340,7 +1341,7 @@ class TestVersionShapes:
             (corpus.blocked_add(), "cuda", {"mosaic_gpu": True}, "mosaic_gpu"),
             (corpus.kacc_matmul(), "tpu", {"tpu_generation": "v5e"}, "mosaic_tpu"),
         ):
-            site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
+            site = program_of(pallaslab.inspect(case.fn, *case.args)).sites[0]
             module = lowering.lower_module(
                 lowering.kernel_function(site), lowering.kernel_avals(site), platform, **kwargs
             )
@@ -1372,7 +1373,7 @@ class TestVersionShapes:
             with lowering.gpu_chip("NVIDIA A100"):
                 assert gpu_info.get_gpu_info().compute_capability == 80
         case = corpus.seed_matmul(64, 64, 64)
-        site = pallaslab.inspect(case.fn, *case.args).program.sites[0]
+        site = program_of(pallaslab.inspect(case.fn, *case.args)).sites[0]
         for kind in (None, "NVIDIA A100"):
             module = lowering.lower_module(
                 lowering.kernel_function(site), lowering.kernel_avals(site), "cuda",
@@ -1399,7 +1400,7 @@ class TestVersionShapes:
 
         from pallaslab._src.core.jax_adapter import lowering as adapter_lowering
         from pallaslab._src.core.lowering import engine
-        from pallaslab._src.lowered import LoweringError
+        from pallaslab._src.records.lowered import LoweringError
 
         # Lane up to jax 0.10, Warpgroup from 0.11: the installed JAX's own default,
         # read through the public constructor, is the one right answer.

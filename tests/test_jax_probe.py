@@ -158,7 +158,7 @@ def test_the_environment_puts_the_probe_first(tmp_path, monkeypatch):
 def test_frames_of_jax_from_a_source_checkout_are_library_frames(monkeypatch):
     import types
 
-    from pallaslab._src import sources
+    from pallaslab._src.base import sources
 
     # A JAX on PYTHONPATH (the probe, a developer's checkout) is no site-packages.
     checkout = types.ModuleType("jax")

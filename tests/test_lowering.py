@@ -28,8 +28,10 @@ from jax.experimental.pallas.ops.tpu import flash_attention as tpu_flash_attenti
 from jax.experimental.pallas.ops.tpu import matmul as tpu_matmul
 
 import pallaslab
-from pallaslab._src import hardware, sources, targets
+from pallaslab._src.base import sources
 from pallaslab._src.core.lowering import occupancy, sourcemap, tpu_compile, tpu_rules
+from pallaslab._src.core.program import program_of
+from pallaslab._src.records import hardware, targets
 from tests import corpus
 
 needs_triton = pytest.mark.skipif(
@@ -462,11 +464,11 @@ def test_without_libtpu_the_tiling_rule_still_comes_first(monkeypatch):
     # wrong with the kernel, and only a kernel that passes learns what is missing.
     import importlib.util
 
-    from pallaslab._src import targets
+    from pallaslab._src.core.lowering import toolchains
 
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(
-        targets.importlib.util,
+        toolchains.importlib.util,
         "find_spec",
         lambda name, *a, **k: None if name == "libtpu" else find_spec(name, *a, **k),
     )
@@ -695,7 +697,7 @@ def test_the_cache_lives_and_dies_with_its_program():
     case = corpus.vector_add()
     inspection = pallaslab.inspect(case.fn, *case.args)
     inspection.lower("triton")
-    key = id(inspection.program)
+    key = id(program_of(inspection))
     assert key in engine._LOWERERS
     del inspection
     gc.collect()

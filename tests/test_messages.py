@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pallaslab._src import messages
+from pallaslab._src.base import messages
 from pallaslab._src.core.diagnose import Diagnosis
 from pallaslab._src.views.header import Problem
 

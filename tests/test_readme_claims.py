@@ -20,9 +20,10 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 import pallaslab
-from pallaslab._src import hardware, messages, settings
+from pallaslab._src.base import messages
 from pallaslab._src.bench import live
-from pallaslab._src.core import compile_cache
+from pallaslab._src.core import compile_cache, settings
+from pallaslab._src.records import hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -25,7 +25,8 @@ from jax.experimental import pallas as pl
 
 import pallaslab
 from pallaslab._src import cli
-from pallaslab._src.core import jax_adapter, running
+from pallaslab._src.core import jax_adapter, running, seeded
+from pallaslab._src.core.program import program_of
 from pallaslab._src.core.reproducer import checksum
 from tests import corpus
 
@@ -137,11 +138,9 @@ def test_the_corpus_reproduces_with_saved_inputs(build, kernel, corpus_runs):
     got = printed_checksums(run.stdout)
     # The kernel alone in Pallas' own interpreter, here, on the operands the program
     # gives it.
-    program = inspection.program
+    program = program_of(inspection)
     site = program.sites[kernel]
-    operands = jax_adapter.kernel_inputs(
-        site, program, running.example_arrays(program.example_args)
-    )
+    operands = jax_adapter.kernel_inputs(site, program, seeded.example_arrays(program.example_args))
     with running.kernel_scope(interpret=True):
         alone = jax.jit(jax_adapter.site_function(site))(*operands)
     assert got == [checksum(v) for v in jax.tree_util.tree_leaves(alone)]

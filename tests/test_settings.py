@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 import pallaslab
-from pallaslab._src import settings
-from pallaslab._src.core import session
+from pallaslab._src.core import session, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "labextension" / "schema" / "plugin.json"

@@ -14,6 +14,7 @@ from jax.experimental.pallas.ops.tpu import matmul as tpu_matmul
 
 import pallaslab
 from pallaslab._src.geometry import merit
+from pallaslab._src.geometry.tilemap import TileMap
 from tests import corpus
 
 
@@ -27,7 +28,7 @@ def inspected(case):
 def test_seed_matmul_a_block_is_rows_of_program_i_all_of_k():
     m, n, k = 256, 192, 128
     kernel = inspected(corpus.seed_matmul(m, n, k)).kernels[0]
-    tiles = kernel.tiles()
+    tiles = TileMap(kernel)
     bm, bn = corpus.BLOCK_M, corpus.BLOCK_N
     for i, j in tiles.programs():
         assert tiles.ranges(0, (i, j)) == ((i * bm, (i + 1) * bm), (0, k))
@@ -77,13 +78,13 @@ def test_scalar_prefetch_uses_the_runs_values():
     case = corpus.scalar_prefetch()
     inspection = inspected(case)
     kernel = inspection.kernels[0]
-    assert kernel.tiles().operands[1].access == "unmapped"
+    assert TileMap(kernel).operands[1].access == "unmapped"
     tiles = inspection.tiles()
     order = [7, 6, 5, 4, 3, 2, 1, 0]
     for i in range(8):
         assert tiles.ranges(1, (i,)) == ((order[i] * 8, order[i] * 8 + 8), (0, 128))
         assert tiles.ranges(2, (i,)) == ((i * 8, i * 8 + 8), (0, 128))
-    explicit = kernel.tiles(prefetch=(np.zeros(8, np.int32),))
+    explicit = TileMap(kernel, prefetch=(np.zeros(8, np.int32),))
     assert (explicit.read_counts(1)[:8] == 8).all() and explicit.transfers(1) == 1
 
 
@@ -128,15 +129,15 @@ def test_jax_gpu_softmax_maps_one_row_per_program():
 
 def test_save_png_and_svg(tmp_path):
     tiles = inspected(corpus.seed_matmul()).tiles()
-    png = tiles.save(tmp_path / "matmul.png", program=(1, 2))
-    svg = tiles.save(tmp_path / "matmul.svg", program=(1, 2))
+    png = pallaslab.save_tiles(tiles, tmp_path / "matmul.png", program=(1, 2))
+    svg = pallaslab.save_tiles(tiles, tmp_path / "matmul.svg", program=(1, 2))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = svg.read_text()
     assert text.lstrip().startswith("<?xml") and "a_ref" in text and "[64:128, 128:192]" in text
     with pytest.raises(ValueError, match=r"\.png, \.svg"):
-        tiles.save(tmp_path / "matmul.txt")
+        pallaslab.save_tiles(tiles, tmp_path / "matmul.txt")
     with pytest.raises(IndexError, match="not in the grid"):
-        tiles.save(tmp_path / "x.png", program=(9, 9))
+        pallaslab.save_tiles(tiles, tmp_path / "x.png", program=(9, 9))
 
 
 # --- element-level accesses ---------------------------------------------------------

@@ -23,12 +23,13 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 import pallaslab
-from pallaslab._src import indexmap as ix
-from pallaslab._src.core import chips, running, tiling
+from pallaslab._src.core import chips, seeded, tiling
 from pallaslab._src.core.jax_adapter import chips as adapter_chips
 from pallaslab._src.core.lowering import tpu_compile
 from pallaslab._src.course import requirements
 from pallaslab._src.geometry.blocks import stray_blocks
+from pallaslab._src.geometry.races import find_races
+from pallaslab._src.records import indexmap as ix
 from pallaslab._src.views.static_page import static_tab
 from pallaslab._src.views.tabs import overview
 from pallaslab._src.views.tabs import run as run_tab
@@ -523,10 +524,10 @@ def test_races_use_the_prefetch_values_of_the_inspection():
     inspection = pallaslab.inspect(case.fn, *case.args)
     kernel = inspection.kernels[0]
     with pytest.raises(ValueError, match="scalar-prefetch"):
-        kernel.races("gpu")  # the bare record cannot know the table
+        find_races(kernel, "gpu")  # the bare record cannot know the table
     (conflict,) = inspection.races(0, "gpu")
     assert (conflict.operand, conflict.block, conflict.programs) == ("o_ref", (5, 0), ((2,), (6,)))
-    assert kernel.races("gpu", prefetch=[np.asarray(case.args[0])]) == [conflict]
+    assert find_races(kernel, "gpu", prefetch=[np.asarray(case.args[0])]) == [conflict]
     # One program at a time on TPU: no two write at once, but block 5 is left and
     # revisited, and TPU does not read an output block back.
     assert [c.kind for c in inspection.races(0, "tpu")] == ["revisit"]
@@ -584,8 +585,8 @@ def test_the_magic_runs_calls_on_shapes_with_seeded_inputs(ip):
     first = inspection.args[0].path  # the pallas_call's own name for its first argument
     assert run_result.comparison.ok and run_result.seeded_inputs == (first,)
     # The seeded data is what `inspection.run()` uses for shapes (seed 0).
-    (seeded,) = running.example_arrays([S((1024,), jnp.float32)])
-    np.testing.assert_allclose(run_result.values[0], np.asarray(seeded) + 1.0, rtol=1e-6)
+    (made,) = seeded.example_arrays([S((1024,), jnp.float32)])
+    np.testing.assert_allclose(run_result.values[0], np.asarray(made) + 1.0, rtol=1e-6)
     assert run_tab.payload(inspection)["result"]["inputs"] == (
         f"inputs {first}: seeded random, from shapes"
     )

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src import sources
+from pallaslab._src.base import sources
 from pallaslab._src.records import SourceLocation
 from pallaslab._src.views import where
 from pallaslab._src.views.sourceview import source_files

@@ -24,9 +24,12 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 import pallaslab
-from pallaslab._src import cli, gpu_target_config, gpu_toolchain, hardware, sources, targets
-from pallaslab._src.core.lowering import compare, sourcemap, xla_gpu, xla_gpu_worker
-from pallaslab._src.lowered import GpuResources, Lowered, Stage
+from pallaslab._src import cli
+from pallaslab._src.base import sources
+from pallaslab._src.core import gpu_target_config, gpu_toolchain
+from pallaslab._src.core.lowering import compare, sourcemap, toolchains, xla_gpu, xla_gpu_worker
+from pallaslab._src.records import hardware, targets
+from pallaslab._src.records.lowered import GpuResources, Lowered, Stage
 from pallaslab._src.views.tabs import ir as ir_tab
 from tests import corpus
 
@@ -224,7 +227,7 @@ def _hide_plugins(monkeypatch):
 def test_without_the_plugin_one_clear_message(monkeypatch, add_program):
     _hide_plugins(monkeypatch)
     jaxlib = gpu_toolchain.toolchain().jaxlib_version
-    message = targets.unavailable_reason(targets.parse_target("xla-gpu:H100"))
+    message = toolchains.unavailable_reason(targets.parse_target("xla-gpu:H100"))
     assert message is not None
     assert f"'jax-cuda12-plugin=={jaxlib}' 'jax-cuda12-pjrt=={jaxlib}'" in message
     assert "pip install 'pallaslab[gpu-compile]'" in message

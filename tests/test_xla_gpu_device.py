@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import pytest
 
 import pallaslab
-from pallaslab._src import gpu_target_config, gpu_toolchain
+from pallaslab._src.core import gpu_target_config, gpu_toolchain
 from pallaslab._src.core.lowering import compare, xla_gpu
 from tests import corpus
 from tests.test_xla_gpu import add_then_gelu, mosaic_gpu_matmul

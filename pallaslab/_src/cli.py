@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pallaslab._src import messages
-from pallaslab._src.textscan import top_level
+from pallaslab._src.base import messages, sources
+from pallaslab._src.base.textscan import top_level
 
 _COMMENT = {"llvm": ";"}
 _SHAPE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,\s]*)\]$")
@@ -158,10 +158,9 @@ def _missing_arguments(fn: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> 
 def _explain(error: BaseException, what: str) -> str:
     """`FILE:LINE: error: <one clear message>` for an error in the user's code."""
     from pallaslab._src.core.diagnose import diagnose  # noqa: PLC0415
-    from pallaslab._src.core.session import is_user_source  # noqa: PLC0415
 
     def name_source(file: str) -> str | None:
-        return file if is_user_source(file) else None
+        return file if sources.is_user_source(file) else None
 
     diagnosis = diagnose(error, name_source)
     where = f"{diagnosis.location.file}:{diagnosis.location.line}: " if diagnosis.location else ""
@@ -196,7 +195,7 @@ def _resources_text(resources: Any) -> str:
 
 
 def _check_target(name: str | None) -> None:
-    from pallaslab._src.targets import parse_target  # noqa: PLC0415
+    from pallaslab._src.records.targets import parse_target  # noqa: PLC0415
 
     if name is None:
         return
@@ -208,7 +207,7 @@ def _check_target(name: str | None) -> None:
 
 def _inspect(options: argparse.Namespace) -> tuple[Any, str | int | None]:
     """The program FILE.py:FUNC traced on --args, and the --kernel asked for."""
-    import pallaslab  # noqa: PLC0415
+    from pallaslab._src.core.inspection import inspect  # noqa: PLC0415 - JAX on use
 
     fn = load_function(options.function)
     args, kwargs = parse_args_spec(options.args or "")
@@ -221,7 +220,7 @@ def _inspect(options: argparse.Namespace) -> tuple[Any, str | int | None]:
             "Python literals)"
         )
     try:
-        inspection = pallaslab.inspect(fn, *args, **kwargs)
+        inspection = inspect(fn, *args, **kwargs)
     except Exception as error:
         raise SourceError(_explain(error, f"tracing {options.function} failed")) from None
     kernel: str | int | None = options.kernel
@@ -272,7 +271,7 @@ def _lower(options: argparse.Namespace) -> int:
 
 
 def _hints(options: argparse.Namespace) -> int:
-    from pallaslab._src import hardware  # noqa: PLC0415
+    from pallaslab._src.records import hardware  # noqa: PLC0415
 
     if options.chip:
         try:
@@ -321,10 +320,8 @@ def _reproduce(options: argparse.Namespace) -> int:
 
 
 def _targets() -> int:
-    from pallaslab._src.targets import (  # noqa: PLC0415
-        all_targets,
-        unavailable_reason,
-    )
+    from pallaslab._src.core.lowering.toolchains import unavailable_reason  # noqa: PLC0415
+    from pallaslab._src.records.targets import all_targets  # noqa: PLC0415
 
     for target in all_targets():
         reason = unavailable_reason(target)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
-from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -13,13 +11,12 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from pallaslab._src import messages, settings, sources
-from pallaslab._src.core import compile_cache, jax_adapter
+from pallaslab._src.base import messages, sources
+from pallaslab._src.base.textscan import top_level
+from pallaslab._src.core import diffing, session
 from pallaslab._src.core.diagnose import Diagnosis
-from pallaslab._src.core.session import MAGIC_LINE, CellOptions, execute_cell, is_user_source
-from pallaslab._src.records import SourceLocation
-from pallaslab._src.targets import parse_target
-from pallaslab._src.textscan import top_level
+from pallaslab._src.core.session import MAGIC_LINE, CellError, CellOptions, execute_cell
+from pallaslab._src.records.targets import parse_target
 from pallaslab._src.views.header import Problem
 from pallaslab._src.views.inspector import Inspector
 
@@ -169,6 +166,105 @@ class KernelMagics(Magics):
             ) from None
 
     def _run_cell(self, line: str, cell: str) -> None:
+        call, options, space = self._parse(line)
+        shell = self.shell
+        assert shell is not None
+        filename = self._register_cell(line, cell)
+        # Taken before the cell runs: the cell replaces `_kernel` with its own inspection.
+        before = shell.user_ns.get(options.diff) if options.diff else None
+        user_settings = session.cell_settings()
+
+        def name_source(file: str) -> str | None:
+            numbers = getattr(shell.compile, "_filename_map", None)
+            return sources.message_name(file, numbers, current=filename)
+
+        outcome = execute_cell(
+            cell,
+            filename=filename,
+            namespace=shell.user_ns,
+            options=CellOptions(
+                call=call,
+                ref=options.ref,
+                run=not options.no_run,
+                # The "interpret" setting (JupyterLab's settings editor) is a default --interpret.
+                interpret=options.interpret or user_settings.interpret,
+            ),
+            name_source=name_source,
+        )
+        diagnosis = outcome.diagnosis
+        inspection = outcome.inspection
+        if inspection is not None:
+            shell.user_ns[options.name] = inspection
+            if options.target and (inspection.kernels or diagnosis is None):
+                # Lowered now, so the IR tab opens on it; a target that cannot take the
+                # kernel shows why there (the cell itself did not fail).
+                inspection.lower(options.target)
+            problem = _problem(diagnosis) if diagnosis else None
+            display(Inspector(inspection, problem, selected="ir" if options.target else None))
+            if options.diff and diagnosis is None:
+                self._keep(
+                    DIFF_NAME,
+                    diffing.diff_cell(
+                        before,
+                        inspection,
+                        name=options.diff,
+                        kept_as=DEFAULT_NAME,
+                        target=options.target,
+                    ),
+                )
+        if outcome.last_value is not None and diagnosis is None:
+            display(outcome.last_value)
+        if options.reproducer and inspection is not None and inspection.kernels:
+            written, failed = session.write_reproducer(
+                inspection, options.reproducer, options.target
+            )
+            if failed is None:
+                print(written)
+            elif diagnosis is None:  # the reproducer was the only thing asked that failed
+                diagnosis = failed
+            else:
+                print(failed.summary, file=sys.stderr)
+        if diagnosis is not None:
+            if options.traceback and outcome.error is not None:
+                raise outcome.error
+            raise KernelCellError(diagnosis)
+        if inspection is not None and options.bench:
+            from pallaslab._src.bench.cells import bench_cell  # noqa: PLC0415 - pandas on use
+            from pallaslab._src.views.benchview import DisplayedBench  # noqa: PLC0415
+
+            ref = self._reference(options.ref)
+            table = bench_cell(inspection, ref, interpret=options.interpret, live=DisplayedBench())
+            shell.user_ns[BENCH_NAME] = table
+        if space:
+            from pallaslab._src.bench.cells import tune_cell  # noqa: PLC0415 - pandas on use
+            from pallaslab._src.views.benchview import DisplayedBench  # noqa: PLC0415
+
+            assert call is not None
+            ref = self._reference(options.ref)
+            try:
+                result = tune_cell(
+                    cell,
+                    filename=filename,
+                    call=call,
+                    space=space,
+                    namespace=shell.user_ns,
+                    name_source=name_source,
+                    ref=ref,
+                    name=inspection.name if inspection is not None else call,
+                    retune=options.retune,
+                    interpret=options.interpret,
+                    live=DisplayedBench(),
+                )
+            except CellError as error:
+                raise KernelCellError(error.diagnosis) from None
+            shell.user_ns[TUNE_NAME] = result
+
+    def _parse(self, line: str) -> tuple[str | None, Any, dict[str, list[Any]]]:
+        """The call, the options and the tuning space the magic line asks for.
+
+        Raises:
+            UsageError: Naming the magic line, for a line that asks for nothing sane.
+        """
         call, rest = split_call(line)
         try:
             options = parse_argstring(self.kernel, rest)
@@ -195,7 +291,7 @@ class KernelMagics(Magics):
                 options.target = parse_target(options.target).name
             except ValueError as error:
                 raise magic_line_error(f"--target: {messages.error_text(error)}") from None
-        space = self._tune_space(call, options)
+        space = _tune_space(call, options.tune)
         options.reproducer = unquote(options.reproducer)
         if options.reproducer and call is None:
             raise UsageError(
@@ -207,204 +303,25 @@ class KernelMagics(Magics):
                 "--bench times the call on the magic line; name one, as in "
                 "%%kernel matmul(a, b) --bench"
             )
+        return call, options, space
+
+    def _keep(self, name: str, found: Any) -> None:
+        """Keeps and shows what a flag made; a sentence instead goes to stderr."""
         shell = self.shell
         assert shell is not None
-        filename = self._register_cell(line, cell)
-        jax_adapter.install_cpu_interpret()
-        # Taken before the cell runs: the cell replaces `_kernel` with its own inspection.
-        before = shell.user_ns.get(options.diff) if options.diff else None
-        user_settings = settings.load()
-        _follow_compile_settings(user_settings)
-
-        def name_source(file: str) -> str | None:
-            if file == filename:
-                return "Cell line"
-            if label := sources.cell_label(file):
-                return f"{label} line"
-            number = getattr(shell.compile, "_filename_map", {}).get(file)
-            if number is not None:
-                return f"Cell [{number}] line"
-            return f"{Path(file).name} line" if is_user_source(file) else None
-
-        outcome = execute_cell(
-            cell,
-            filename=filename,
-            namespace=shell.user_ns,
-            options=CellOptions(
-                call=call,
-                ref=options.ref,
-                run=not options.no_run,
-                # The "interpret" setting (JupyterLab's settings editor) is a default --interpret.
-                interpret=options.interpret or user_settings.interpret,
-            ),
-            name_source=name_source,
-        )
-        diagnosis = outcome.diagnosis
-        problem = _problem(diagnosis) if diagnosis else None
-        inspection = outcome.inspection
-        if inspection is not None:
-            inspection = _locate_mismatches(inspection)
-            shell.user_ns[options.name] = inspection
-            if options.target and (inspection.kernels or diagnosis is None):
-                # Lowered now, so the IR tab opens on it; a target that cannot take the
-                # kernel shows why there (the cell itself did not fail).
-                inspection.lower(options.target)
-            selected = "ir" if options.target else None
-            display(Inspector(inspection, problem, selected=selected))
-            if options.diff and diagnosis is None:
-                self._diff(options.diff, before, inspection, options.target)
-        if outcome.last_value is not None and diagnosis is None:
-            display(outcome.last_value)
-        if options.reproducer and inspection is not None and inspection.kernels:
-            diagnosis = _write_reproducer(inspection, options.reproducer, options.target, diagnosis)
-        if diagnosis is not None:
-            if options.traceback and outcome.error is not None:
-                raise outcome.error
-            raise KernelCellError(diagnosis)
-        if inspection is not None and options.bench:
-            self._bench(inspection, options.ref, interpret=options.interpret)
-        if space:
-            assert call is not None
-            self._tune(
-                cell=cell,
-                filename=filename,
-                call=call,
-                space=space,
-                options=options,
-                name_source=name_source,
-                inspection=inspection,
-            )
-
-    def _diff(self, name: str, before: Any, inspection: Any, target: str | None) -> None:
-        """`--diff NAME`: this cell's inspection against the one kept under NAME."""
-        from pallaslab._src.core.diffing import diff  # noqa: PLC0415
-        from pallaslab._src.core.inspection import Inspection  # noqa: PLC0415
-
-        shell = self.shell
-        assert shell is not None
-        if not isinstance(before, Inspection):
-            what = "nothing" if before is None else f"a {type(before).__name__}"
-            print(
-                f"--diff: {name} holds {what}, not an inspection: run the earlier version "
-                f"first (its inspection is kept as {DEFAULT_NAME}, or --name it).",
-                file=sys.stderr,
-            )
+        if isinstance(found, str):
+            print(found, file=sys.stderr)
             return
-        if not before.kernels or not inspection.kernels:
-            print(f"--diff: no kernel to compare in {name} or in this cell.", file=sys.stderr)
-            return
-        try:
-            found = diff(before, inspection, target=target, names=(name, "this cell"))
-        except Exception as error:  # the comparison is extra: the cell's results stand
-            print(f"--diff: could not compare with {name}: {error}", file=sys.stderr)
-            return
-        shell.user_ns[DIFF_NAME] = found
+        shell.user_ns[name] = found
         display(found)
 
-    def _tune_space(self, call: str | None, options: Any) -> dict[str, list[Any]]:
-        if not options.tune:
-            return {}
-        if call is None:
-            raise magic_line_error(
-                "--tune runs the call on the magic line for each config; name "
-                "one, as in %%kernel matmul(a, b) --tune BLOCK_M=64,128"
-            )
-        from pallaslab._src.bench.tune import parse_space  # noqa: PLC0415
-
-        try:
-            return parse_space(options.tune)
-        except ValueError as error:
-            raise magic_line_error(messages.error_text(error)) from None
-
     def _reference(self, expression: str | None) -> Any:
-        if expression is None:
-            return None
         shell = self.shell
         assert shell is not None
         try:
-            return eval(expression, dict(shell.user_ns))
-        except Exception as error:
-            raise KernelCellError(
-                Diagnosis(
-                    "reference",
-                    f"--ref could not be evaluated: {messages.describe(error)}",
-                    location=SourceLocation("<magic line>", MAGIC_LINE),
-                    label="Cell line",
-                )
-            ) from None
-
-    def _bench(self, inspection: Any, ref_expression: str | None, *, interpret: bool) -> None:
-        """`--bench`: the call and its XLA baseline, timed on the cell's inputs."""
-        from pallaslab._src.bench import sweep  # noqa: PLC0415
-        from pallaslab._src.views.benchview import DisplayedBench  # noqa: PLC0415
-
-        shell = self.shell
-        assert shell is not None
-        program = inspection.program
-        rebuild = program.rebuild
-        ref = self._reference(ref_expression)
-
-        def baseline(*leaves: Any) -> Any:
-            call_args, call_kwargs = rebuild(list(leaves))
-            return ref(*call_args, **call_kwargs)
-
-        point = sweep.Point("the cell's inputs", None, tuple(program.example_args))
-        with jax_adapter.forced_interpret(interpret):
-            frame = sweep.bench_points(
-                program.flat_fn,
-                [point],
-                baseline if callable(ref) else None,
-                live=DisplayedBench(),
-                title=f"{inspection.name}" + (" vs XLA" if callable(ref) else ""),
-            )
-        shell.user_ns[BENCH_NAME] = frame
-
-    def _tune(
-        self,
-        *,
-        cell: str,
-        filename: str,
-        call: str,
-        space: dict[str, list[Any]],
-        options: Any,
-        name_source: Any,
-        inspection: Any,
-    ) -> None:
-        """`--tune`: the cell run once per config, each checked and timed."""
-        from pallaslab._src.bench.tune import Built, tune_configs  # noqa: PLC0415
-        from pallaslab._src.core.session import CellError, config_runner  # noqa: PLC0415
-        from pallaslab._src.views.benchview import DisplayedBench  # noqa: PLC0415
-
-        shell = self.shell
-        assert shell is not None
-        try:
-            runner = config_runner(
-                cell,
-                filename=filename,
-                call=call,
-                namespace=shell.user_ns,
-                names=list(space),
-                name_source=name_source,
-                interpret=options.interpret,
-            )
+            return session.evaluate_reference(expression, shell.user_ns)
         except CellError as error:
             raise KernelCellError(error.diagnosis) from None
-
-        def build(config: dict[str, Any]) -> Built:
-            fn, args, kwargs = runner(config)
-            return Built(fn, args, kwargs)
-
-        with jax_adapter.forced_interpret(options.interpret):
-            result = tune_configs(
-                build,
-                space,
-                ref=self._reference(options.ref),
-                name=inspection.name if inspection is not None else call,
-                retune=options.retune,
-                live=DisplayedBench(),
-                cache_key={"forced_interpret": bool(options.interpret)},
-            )
-        shell.user_ns[TUNE_NAME] = result
 
     def _register_cell(self, line: str, cell: str) -> str:
         """Gives the cell a file name (its lines numbered as shown) and a label."""
@@ -422,34 +339,20 @@ class KernelMagics(Magics):
         return str(filename)
 
 
-def _locate_mismatches(inspection: Any) -> Any:
-    """With --ref, says which output blocks differ (the Run tab's heatmap)."""
-    from pallaslab._src.bench.check import with_located_mismatches  # noqa: PLC0415
+def _tune_space(call: str | None, tokens: list[str] | None) -> dict[str, list[Any]]:
+    if not tokens:
+        return {}
+    if call is None:
+        raise magic_line_error(
+            "--tune runs the call on the magic line for each config; name "
+            "one, as in %%kernel matmul(a, b) --tune BLOCK_M=64,128"
+        )
+    from pallaslab._src.bench.tune import parse_space  # noqa: PLC0415 - pandas on use
 
     try:
-        return with_located_mismatches(inspection)
-    except Exception:  # locating is extra: never lose the inspection over it
-        return inspection
-
-
-def _write_reproducer(
-    inspection: Any, path: str, target: str | None, diagnosis: Diagnosis | None
-) -> Diagnosis | None:
-    """`--reproducer PATH`: the script, with the cell's operands; says what it wrote.
-
-    Written also when the cell failed after tracing (that failure is what it
-    reproduces). A reproducer that cannot be written is the cell's error, unless the
-    cell already has one.
-    """
-    try:
-        written = inspection.reproducer(path, save_inputs=True, target=target)
-    except (ValueError, RuntimeError, OSError) as error:
-        if diagnosis is not None:
-            print(f"No reproducer written: {error}", file=sys.stderr)
-            return diagnosis
-        return Diagnosis("reproducer", f"No reproducer written: {error}")
-    print(written)
-    return diagnosis
+        return parse_space(tokens)
+    except ValueError as error:
+        raise magic_line_error(messages.error_text(error)) from None
 
 
 def _problem(diagnosis: Diagnosis) -> Problem:
@@ -457,17 +360,7 @@ def _problem(diagnosis: Diagnosis) -> Problem:
     return Problem(where=where, summary=diagnosis.summary, hint=diagnosis.hint, kind=diagnosis.kind)
 
 
-def _follow_compile_settings(user_settings: settings.Settings) -> None:
-    """The "Persistent compile cache" setting, applied before the cell compiles anything."""
-    problem = compile_cache.follow_setting(
-        user_settings.persistent_compile_cache, user_settings.persistent_compile_cache_dir
-    )
-    if problem:
-        warnings.warn(problem, stacklevel=1)
-
-
 def load(shell: Any) -> None:
-    """Registers the magic and lets kernels run on CPU in interpret mode."""
-    jax_adapter.install_cpu_interpret()
-    _follow_compile_settings(settings.load())
+    """Registers the magic; kernels run on CPU in pallaslab's emulator."""
+    session.cell_settings()
     shell.register_magics(KernelMagics)

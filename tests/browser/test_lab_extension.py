@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
-from pallaslab._src import settings
+from pallaslab._src.core import settings
 from tests.browser.conftest import ROOT, clean_copy, screenshot, write_notebook
 from tests.browser.lab import inspector, menu, open_in_lab, run_all, wait_idle
 

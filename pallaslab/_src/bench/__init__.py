@@ -1,9 +1,9 @@
-"""Benchmarking and checking: kernels against references, timings, sweeps, autotuning.
+"""The bench layer: timing, sweeps against XLA, rooflines and autotuning.
 
-Layer: imports the core and geometry, never IPython or widgets. Modules: `tiles`
-(where outputs differ, per output block; pure NumPy), `check` (kernel vs reference on
-seeded inputs), `harness` (timing one callable), `roofline` (work, peaks, % of peak),
-`sweep` (`pallaslab.bench`), `tune` (autotuning), `cache` (tuning results on disk),
-`live` (how progress reaches a view). Nothing is imported here, so views can import
-the plain-data modules without pulling in JAX.
+Imports the core (through its functions and records, never a traced program) and
+geometry; never IPython or widgets. Modules: `harness` (timing one call the core
+prepared), `roofline` (work, peaks, % of peak), `sweep` (`pallaslab.bench`), `tune`
+(autotuning), `cache` (tuning results on disk), `cells` (what `%%kernel --bench` and
+`--tune` do), `live` (how progress reaches a view). pandas is imported with the
+first table.
 """

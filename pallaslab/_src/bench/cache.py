@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pallaslab._src.paths import cache_dir
+from pallaslab._src.base.paths import cache_dir
 
 
 def digest(value: Any) -> str:

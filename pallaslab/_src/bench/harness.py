@@ -31,8 +31,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pallaslab._src.bench import live
-from pallaslab._src.core import compile_cache, emulator, jax_adapter, running
+from pallaslab._src.bench import live, roofline
+from pallaslab._src.core import calls
+from pallaslab._src.core.calls import PreparedCall, device_name, prepare
+
+# The harness times what the core prepares (`core/calls.py`): both are its API.
+__all__ = [
+    "QUICK",
+    "PreparedCall",
+    "TimerSettings",
+    "Timing",
+    "device_name",
+    "measure",
+    "measure_prepared",
+    "median_error",
+    "prepare",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,61 +169,6 @@ def median_error(samples: Sequence[float]) -> float:
     return float(1.2533 * (q75 - q25) / 1.349 / math.sqrt(n) / q50)
 
 
-@dataclasses.dataclass
-class Prepared:
-    """A call compiled ahead of time, with its arguments on the device."""
-
-    run: Callable[[], Any]
-    compile_ms: float
-    mode: str
-    backend: str
-    device: str
-
-
-def prepare(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Prepared:
-    """Places the arguments on the device and compiles the call ahead of time.
-
-    Array leaves of `args`/`kwargs` are the program's inputs; other leaves (block
-    sizes, callables) are fixed into it. `ShapeDtypeStruct`s are not allowed here:
-    materialize them first.
-    """
-    leaves, treedef = jax.tree_util.tree_flatten((tuple(args), dict(kwargs)))
-    dynamic = [isinstance(leaf, jax.Array | np.ndarray | np.generic) for leaf in leaves]
-    if any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in leaves):
-        raise TypeError("time concrete arrays, not ShapeDtypeStructs")
-    device_leaves = jax.block_until_ready(
-        [jax.device_put(leaf) for leaf, d in zip(leaves, dynamic, strict=True) if d]
-    )
-    static = [leaf for leaf, d in zip(leaves, dynamic, strict=True) if not d]
-
-    def flat_fn(*traced: Any) -> Any:
-        traced_iter, static_iter = iter(traced), iter(static)
-        rebuilt = [next(traced_iter) if d else next(static_iter) for d in dynamic]
-        call_args, call_kwargs = jax.tree_util.tree_unflatten(treedef, rebuilt)
-        return fn(*call_args, **call_kwargs)
-
-    backend = jax.default_backend()
-    jax_adapter.forget_kernel_traces()  # kernels reused on another grid trace afresh
-    started = time.perf_counter()
-    # Timed runs take the path a normal run takes (emulated on CPU).
-    with running.kernel_scope():
-        traced = jax.jit(flat_fn).trace(*device_leaves)
-        sites = jax_adapter.find_kernel_sites(traced.jaxpr)
-        # An identical program compiled before (a re-run cell, a config tried
-        # again) comes from pallaslab's compile cache.
-        compiled = compile_cache.compile_traced(traced, device_leaves)
-    compile_ms = (time.perf_counter() - started) * 1e3
-    plans = [emulator.plan_for_site(site) for site in sites] if backend == "cpu" else []
-    mode = running.run_mode(backend, False, bool(sites), plans) if sites else "xla"
-    return Prepared(
-        run=lambda: compiled(*device_leaves),
-        compile_ms=compile_ms,
-        mode=mode,
-        backend=backend,
-        device=device_name(),
-    )
-
-
 def measure(
     fn: Callable[..., Any], *args: Any, settings: TimerSettings | None = None, **kwargs: Any
 ) -> Timing:
@@ -223,7 +182,7 @@ def measure(
 
 
 def measure_prepared(
-    prepared: Prepared, settings: TimerSettings | None = None
+    prepared: PreparedCall, settings: TimerSettings | None = None
 ) -> tuple[Timing, Any]:
     """Times a prepared call; returns the timing and the first run's outputs."""
     settings = settings or TimerSettings()
@@ -301,8 +260,6 @@ class _L2Flush:
 
 
 def _l2_flush(settings: TimerSettings, notices: list[str]) -> _L2Flush | None:
-    from pallaslab._src.bench import roofline  # noqa: PLC0415 - roofline imports this module
-
     nbytes = settings.flush_bytes
     if nbytes is None:
         chip = roofline.detect_chip(device_name())
@@ -321,18 +278,18 @@ def _device_samples(
     run: Callable[[], Any], flush: _L2Flush | None, reps: int, notices: list[str]
 ) -> list[float] | None:
     """Per-repetition device time of the call's kernels, via CUPTI (None if unavailable)."""
-    if notice := jax_adapter.kernel_timer_notice():
+    if notice := calls.kernel_timer_notice():
         notices.append(notice)
         return None
     reps = max(1, min(reps, 200))
     try:
-        with jax_adapter.kernel_times() as call_kernels:
+        with calls.kernel_times() as call_kernels:
             jax.block_until_ready(run())
         flush_kernels: list[tuple[str, float]] = []
         if flush is not None:
-            with jax_adapter.kernel_times() as flush_kernels:
+            with calls.kernel_times() as flush_kernels:
                 flush()
-        with jax_adapter.kernel_times() as times:
+        with calls.kernel_times() as times:
             for _ in range(reps):
                 if flush is not None:
                     flush()
@@ -351,9 +308,3 @@ def _device_samples(
     return [
         sum(ms for _, ms in times[r * period + per_flush : (r + 1) * period]) for r in range(reps)
     ]
-
-
-def device_name() -> str:
-    """The first device's kind, as JAX names it ("cpu", "NVIDIA H100 80GB HBM3")."""
-    device = jax.devices()[0]
-    return str(getattr(device, "device_kind", device.platform))

@@ -2,8 +2,7 @@
 
 A sweep or a tuning run tells an observer as each point finishes. Which observer
 depends on where pallaslab runs: in Jupyter the top-level package registers one that
-draws a live plot widget; in a terminal, `TextProgress` writes a progress line. The
-same registry renders bench records (`CheckResult`, `TuneResult`) for Jupyter.
+draws a live plot widget; in a terminal, `TextProgress` writes a progress line.
 """
 
 from __future__ import annotations
@@ -117,19 +116,12 @@ class TextProgress:
 
 ObserverFactory = Callable[[], Observer | None]
 _observer_factory: ObserverFactory | None = None
-_renderer: Callable[..., dict[str, Any] | None] | None = None
 
 
-def register(
-    observer_factory: ObserverFactory | None = None,
-    renderer: Callable[..., dict[str, Any] | None] | None = None,
-) -> None:
-    """Sets how progress is shown (by default) and how bench records are displayed."""
-    global _observer_factory, _renderer  # noqa: PLW0603
-    if observer_factory is not None:
-        _observer_factory = observer_factory
-    if renderer is not None:
-        _renderer = renderer
+def register(observer_factory: ObserverFactory) -> None:
+    """Sets how progress is shown by default (the top-level package: a live plot)."""
+    global _observer_factory  # noqa: PLW0603
+    _observer_factory = observer_factory
 
 
 def default_observer() -> Observer:
@@ -159,10 +151,3 @@ def resolve(live: bool | Observer | None) -> Observer:
     if live is False:
         return NullObserver()
     return live
-
-
-def render(record: Any, **kwargs: Any) -> dict[str, Any] | None:
-    """The registered renderer's mime bundle for a bench record (None: plain repr)."""
-    if _renderer is None:
-        return None
-    return _renderer(record, **kwargs)

@@ -17,8 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src import hardware
-from pallaslab._src.records import ArraySpec, Kernel
+from pallaslab._src.records import ArraySpec, Kernel, hardware
 
 _LOW_PRECISION = ("bfloat16", "float16", "float8")
 

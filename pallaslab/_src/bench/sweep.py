@@ -12,17 +12,20 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
-import pandas as pd
 
-from pallaslab._src.bench import check as checking
+from pallaslab._src.base import messages
 from pallaslab._src.bench import harness, live, roofline
 from pallaslab._src.bench.live import Observer
-from pallaslab._src.core import tracing
-from pallaslab._src.core.inspection import Inspection
+from pallaslab._src.core import programs, tracing
+from pallaslab._src.core.inspection import trace
+from pallaslab._src.core.seeded import materialize
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PALLAS, XLA = "pallas", "xla"
 # The columns the issue promises, first; then the rest.
@@ -270,7 +273,7 @@ def bench(
         live=live,
         settings=settings,
         seed=seed,
-        title=title or f"{checking.name_of(fn)} vs XLA",
+        title=title or f"{tracing.callable_name(fn)} vs XLA",
     )
 
 
@@ -311,7 +314,7 @@ def bench_points(
     except KeyboardInterrupt:
         state, message = "interrupted", f"kept the {len(rows)} measurement(s) made so far"
     except Exception as error:
-        state, message = "failed", checking.one_line(error)
+        state, message = "failed", messages.one_line(error)
         observer.end(state, message)
         raise
     observer.end(state, message)
@@ -378,7 +381,7 @@ def _measure_point(sweep: _Sweep, point: Point, emit: Callable[[Row], None]) -> 
     """Times the baseline, then the kernel (checked against it), at one point."""
     fn, ref, context, settings = sweep.fn, sweep.ref, sweep.context, sweep.settings
     flops, bytes_accessed = sweep.flops, sweep.bytes_accessed
-    args, kwargs = checking.materialize(point.arguments(), sweep.seed)
+    args, kwargs = materialize(point.arguments(), sweep.seed)
     x = (
         float(point.size)
         if isinstance(point.size, int | float) and not isinstance(point.size, bool)
@@ -386,23 +389,22 @@ def _measure_point(sweep: _Sweep, point: Point, emit: Callable[[Row], None]) -> 
     )
     base = {"size": point.size, "x": x}
     try:
-        program = tracing.trace_program(fn, args, kwargs)
-        inspection = Inspection.from_program(program)
+        inspection = trace(fn, args, kwargs)
     except Exception as error:
         emit(
             Row(
                 PALLAS,
                 point.label,
                 status="failed to trace",
-                error=checking.one_line(error),
+                error=messages.one_line(error),
                 **base,
             )
         )
         return
     work = roofline.program_work(
         inspection.kernels,
-        program.args,
-        program.outputs,
+        inspection.args,
+        inspection.outputs,
         flops=flops(point.size) if callable(flops) else flops,
         bytes_accessed=bytes_accessed(point.size) if callable(bytes_accessed) else bytes_accessed,
         xla_cost=(lambda: roofline.xla_cost_analysis(ref, [*args]))
@@ -420,22 +422,17 @@ def _measure_point(sweep: _Sweep, point: Point, emit: Callable[[Row], None]) -> 
         except KeyboardInterrupt:
             raise
         except Exception as error:
-            emit(Row(XLA, point.label, status="failed", error=checking.one_line(error), **base))
+            emit(Row(XLA, point.label, status="failed", error=messages.one_line(error), **base))
     try:
         timing, outputs = harness.measure_prepared(harness.prepare(fn, args, kwargs), settings)
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        emit(Row(PALLAS, point.label, status="failed", error=checking.one_line(error), **base))
+        emit(Row(PALLAS, point.label, status="failed", error=messages.one_line(error), **base))
         return
     fields: dict[str, Any] = dict(base)
     if sweep.check and expected is not None:
-        comparison = checking.compare_located(
-            [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)],
-            expected,
-            inspection,
-            leaves=program.dynamic_leaves(args, kwargs),
-        )
+        comparison = programs.compare_outputs(inspection, outputs, expected, args, kwargs)
         fields["correct"] = comparison.ok
         fields["max_abs_err"] = comparison.max_abs_err
         if not comparison.ok:
@@ -454,6 +451,8 @@ def mismatch_text(comparison: Any) -> str:
 
 def to_frame(rows: Sequence[Row], context: SweepContext, *, state: str) -> pd.DataFrame:
     """The rows as a DataFrame, with the sweep's context in `attrs`."""
+    import pandas as pd  # noqa: PLC0415 - on the first table: tracing and timing need none
+
     records = []
     for row in rows:
         data = dataclasses.asdict(row)

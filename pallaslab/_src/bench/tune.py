@@ -13,27 +13,27 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import hashlib
 import importlib.metadata
 import inspect as pyinspect
 import itertools
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
-import pandas as pd
 
-from pallaslab._src import version
+from pallaslab._src.base import display, messages, version
 from pallaslab._src.bench import cache as tune_cache
-from pallaslab._src.bench import check as checking
 from pallaslab._src.bench import harness, live, roofline, sweep
 from pallaslab._src.bench.live import Observer
-from pallaslab._src.core import jax_adapter, tiling, tracing
-from pallaslab._src.core.inspection import Inspection, Program
+from pallaslab._src.core import programs, tiling, tracing
+from pallaslab._src.core.inspection import Inspection, trace
+from pallaslab._src.core.seeded import materialize
 from pallaslab._src.records import ArraySpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Kernel backends whose lowering can be checked on a CPU-only machine, and for what.
 _CROSS_LOWER = {"triton": "cuda", "mosaic_gpu": "cuda"}
@@ -164,7 +164,7 @@ class TuneResult:
         return self.summary()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
-        return live.render(self, **kwargs)
+        return display.mimebundle("bench", self, **kwargs)
 
 
 def tune(
@@ -216,7 +216,7 @@ def tune(
         builder,
         space,
         ref=ref,
-        name=checking.name_of(build),
+        name=tracing.callable_name(build),
         cache=cache,
         retune=retune,
         live=live,
@@ -301,9 +301,9 @@ def tune_configs(
                 key_of_run = {**_cache_key(built, context), **(cache_key or {})}
                 store = tune_cache.TuneCache(key_of_run, cache_dir, valid=sweep.is_row_json)
                 stored = {} if retune else store.load()
-            key = _entry_key(config, traced, reference) if isinstance(traced, tuple) else ""
+            key = _entry_key(config, traced, reference) if isinstance(traced, Inspection) else ""
             cached = _cached_row(stored, key)
-            if cached is not None and isinstance(built, Built) and isinstance(traced, tuple):
+            if cached is not None and isinstance(built, Built) and isinstance(traced, Inspection):
                 # Timings may come from the cache; whether it is right may not.
                 emit(_recheck(cached, built, traced, ref))
                 continue
@@ -367,35 +367,30 @@ def _cached_row(stored: dict[str, dict[str, Any]], key: str) -> sweep.Row | None
         return None
 
 
-Traced = tuple[Program, Inspection]
-
-
-def _trace(built: Built | str) -> Traced | str:
-    """The config's program and its records, or why it could not be traced."""
+def _trace(built: Built | str) -> Inspection | str:
+    """The config's inspection, or why it could not be traced."""
     if isinstance(built, str):
         return built
     try:
-        program = tracing.trace_program(built.fn, built.args, built.kwargs)
-        return program, Inspection.from_program(program)
+        return trace(built.fn, built.args, built.kwargs)
     except KeyboardInterrupt:
         raise
     except Exception as error:
         return _message(error)
 
 
-def _recheck(row: sweep.Row, built: Built, traced: Traced, ref: Any) -> sweep.Row:
+def _recheck(row: sweep.Row, built: Built, inspection: Inspection, ref: Any) -> sweep.Row:
     """A cached row whose correctness is checked again on the inputs at hand."""
     if row.impl != sweep.PALLAS or row.status not in ("ok", "wrong") or ref is None:
         return row
-    program, inspection = traced
     try:
         prepared = harness.prepare(built.fn, built.args, built.kwargs)
         outputs = jax.block_until_ready(prepared.run())
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        return dataclasses.replace(row, status="failed to run", error=checking.one_line(error))
-    fields = _verdict(outputs, built, program, inspection, ref)
+        return dataclasses.replace(row, status="failed to run", error=messages.one_line(error))
+    fields = _verdict(outputs, built, inspection, ref)
     return dataclasses.replace(
         row,
         status=fields.get("status", "ok"),
@@ -405,18 +400,13 @@ def _recheck(row: sweep.Row, built: Built, traced: Traced, ref: Any) -> sweep.Ro
     )
 
 
-def _verdict(
-    outputs: Any, built: Built, program: Program, inspection: Inspection, ref: Any
-) -> dict[str, Any]:
+def _verdict(outputs: Any, built: Built, inspection: Inspection, ref: Any) -> dict[str, Any]:
     """The row's fields saying whether `outputs` match the reference (and why not)."""
     fields: dict[str, Any] = {}
     try:
         expected = ref(*built.args, **built.kwargs) if callable(ref) else ref
-        comparison = checking.compare_located(
-            [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)],
-            expected,
-            inspection,
-            leaves=program.dynamic_leaves(built.args, built.kwargs),
+        comparison = programs.compare_outputs(
+            inspection, outputs, expected, built.args, built.kwargs
         )
         fields.update(correct=comparison.ok, max_abs_err=comparison.max_abs_err)
         if not comparison.ok:
@@ -426,7 +416,7 @@ def _verdict(
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        fields.update(status="wrong", error=f"the reference failed: {checking.one_line(error)}")
+        fields.update(status="wrong", error=f"the reference failed: {messages.one_line(error)}")
     return fields
 
 
@@ -439,7 +429,7 @@ def _build(
         raise
     except Exception as error:
         return _message(error)
-    args, kwargs = checking.materialize((tuple(built.args), dict(built.kwargs)), seed)
+    args, kwargs = materialize((tuple(built.args), dict(built.kwargs)), seed)
     return Built(built.fn, tuple(args), dict(kwargs))
 
 
@@ -448,7 +438,7 @@ def _message(error: BaseException) -> str:
     diagnosis = getattr(error, "diagnosis", None)
     if diagnosis is not None and hasattr(diagnosis, "message"):
         return str(diagnosis.message())
-    return checking.one_line(error)
+    return messages.one_line(error)
 
 
 def _cache_key(built: Built, context: sweep.SweepContext) -> dict[str, Any]:
@@ -468,30 +458,15 @@ def _cache_key(built: Built, context: sweep.SweepContext) -> dict[str, Any]:
     }
 
 
-def _entry_key(config: dict[str, Any], traced: Traced, reference: str) -> str:
+def _entry_key(config: dict[str, Any], inspection: Inspection, reference: str) -> str:
     """A config's entry: its values, the program traced for it, the reference."""
-    program = traced[0]
     return tune_cache.digest(
         {
             "config": tune_cache.config_key(config),
-            "program": _program_digest(program),
+            "program": programs.fingerprint(inspection),
             "reference": reference,
         }
     )
-
-
-# Object addresses ("<function f at 0x7f...>") differ from run to run.
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-
-
-def _program_digest(program: Program) -> str:
-    """What was traced: the program's jaxpr (kernel bodies included) and constants."""
-    closed = program.closed_jaxpr
-    if closed is None:
-        return ""
-    text, _ = jax_adapter.jaxpr_text(closed)
-    constants = _values_digest(jax_adapter.jaxpr_constants(closed))
-    return tune_cache.digest([_ADDRESS.sub("0x", text), constants])
 
 
 def _reference_digest(ref: Any, built: Built) -> str:
@@ -500,28 +475,13 @@ def _reference_digest(ref: Any, built: Built) -> str:
         return ""
     if callable(ref):
         try:
-            closed = jax.make_jaxpr(ref)(*built.args, **built.kwargs)
+            return programs.callable_fingerprint(ref, built.args, built.kwargs)
         except Exception:  # not traceable (NumPy inside): what it returns, then
             try:
-                return "values:" + _values_digest(ref(*built.args, **built.kwargs))
+                return "values:" + programs.values_digest(ref(*built.args, **built.kwargs))
             except Exception as error:
-                return "failed:" + checking.one_line(error)
-        text, _ = jax_adapter.jaxpr_text(closed)
-        constants = _values_digest(jax_adapter.jaxpr_constants(closed))
-        return tune_cache.digest([_ADDRESS.sub("0x", text), constants])
-    return "values:" + _values_digest(ref)
-
-
-def _values_digest(tree: Any) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    for leaf in jax.tree_util.tree_leaves(tree):
-        if hasattr(leaf, "dtype") and hasattr(leaf, "shape"):
-            array = np.asarray(leaf)
-            digest.update(f"{array.shape}{array.dtype}".encode())
-            digest.update(np.ascontiguousarray(array).tobytes())
-        else:
-            digest.update(_ADDRESS.sub("0x", repr(leaf)).encode())
-    return digest.hexdigest()
+                return "failed:" + messages.one_line(error)
+    return "values:" + programs.values_digest(ref)
 
 
 def _version(package: str) -> str:
@@ -545,7 +505,7 @@ def _try_config(
     context: sweep.SweepContext,
     settings: harness.TimerSettings | None,
     notices: list[str],
-    traced: Traced | str | None = None,
+    traced: Inspection | str | None = None,
 ) -> tuple[sweep.Row, roofline.Work | None]:
     """Lowers, compiles, runs, checks and times one config; says where it failed."""
     label = config_label(config)
@@ -559,36 +519,35 @@ def _try_config(
         traced = _trace(built)
     if isinstance(traced, str):
         return failed("failed to trace", traced)
-    program, inspection = traced
-    leaves = program.dynamic_leaves(built.args, built.kwargs)
-    for kernel, stray in tiling.stray_blocks(inspection, leaves):
+    inspection = traced
+    for kernel, stray in tiling.stray_blocks(inspection, built.args, built.kwargs):
         return failed(
             "failed: block outside its array", f"in kernel {kernel.name}, {stray.describe()}"
         )
-    if error_text := _lowering_error(inspection, program, notices):
+    if error_text := _lowering_error(inspection, notices):
         return failed("failed to lower", error_text)
     try:
         prepared = harness.prepare(built.fn, built.args, built.kwargs)
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        return failed("failed to compile", checking.one_line(error))
+        return failed("failed to compile", messages.one_line(error))
     try:
         timing, outputs = harness.measure_prepared(prepared, settings)
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        return failed("failed to run", checking.one_line(error))
+        return failed("failed to run", messages.one_line(error))
     fields: dict[str, Any] = {"config": config}
     if ref is not None:
-        fields.update(_verdict(outputs, built, program, inspection, ref))
-    work = roofline.program_work(inspection.kernels, program.args, program.outputs)
+        fields.update(_verdict(outputs, built, inspection, ref))
+    work = roofline.program_work(inspection.kernels, inspection.args, inspection.outputs)
     peaks = context.peaks(work.dtype)
     row = sweep.measured_row(sweep.PALLAS, label, timing, work, peaks=peaks, **fields)
     return row, work
 
 
-def _lowering_error(inspection: Inspection, program: Any, notices: list[str]) -> str:
+def _lowering_error(inspection: Inspection, notices: list[str]) -> str:
     """On CPU: lowers kernels written for a GPU backend for CUDA; the error, or ""."""
     if jax.default_backend() != "cpu":
         return ""  # compiling for the device at hand checks the real thing
@@ -597,22 +556,20 @@ def _lowering_error(inspection: Inspection, program: Any, notices: list[str]) ->
         notices.append(
             "TPU (Mosaic) lowering is not checked on CPU: configs are run in interpret mode only."
         )
-    if not targets or program.flat_fn is None:
+    if not targets:
         return ""
-    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.args]
     for platform in sorted(targets):
         try:
-            # The adapter lowers for an abstract GPU when none is at hand (jax 0.11+).
-            jax_adapter.lower_module(program.flat_fn, specs, platform)
+            programs.lower_for(inspection, platform)
         except TypeError as error:
             if "lowering_platforms" in str(error):
                 notices.append(f"this JAX cannot lower for {platform} on CPU; lowering not checked")
                 return ""
-            return f"lowering for {platform}: {checking.one_line(error)}"
+            return f"lowering for {platform}: {messages.one_line(error)}"
         except KeyboardInterrupt:
             raise
         except Exception as error:
-            return f"lowering for {platform}: {checking.one_line(error)}"
+            return f"lowering for {platform}: {messages.one_line(error)}"
     return ""
 
 
@@ -631,7 +588,7 @@ def _baseline(
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        return sweep.Row(sweep.XLA, label, status="failed", error=checking.one_line(error))
+        return sweep.Row(sweep.XLA, label, status="failed", error=messages.one_line(error))
     if work is None:
         leaves = [
             a for a in jax.tree_util.tree_leaves((built.args, built.kwargs)) if hasattr(a, "dtype")

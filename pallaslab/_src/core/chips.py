@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import contextlib
 
-from pallaslab._src import settings
-from pallaslab._src.core import jax_adapter
-from pallaslab._src.targets import DEFAULT_TPU_CHIP
+from pallaslab._src.core import jax_adapter, settings
+from pallaslab._src.records.targets import DEFAULT_TPU_CHIP
 
 
 def traced_chip() -> str:

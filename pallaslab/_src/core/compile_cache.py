@@ -39,7 +39,7 @@ from typing import Any
 
 import jax
 
-from pallaslab._src import paths
+from pallaslab._src.base import paths
 from pallaslab._src.core import jax_adapter
 
 DEFAULT_MAX_ENTRIES = 64

@@ -13,7 +13,7 @@ import re
 import types
 from collections.abc import Callable, Iterable, Sequence
 
-from pallaslab._src import messages, sources
+from pallaslab._src.base import messages, sources
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.geometry.limits import GridTooLargeError
 from pallaslab._src.records import SourceLocation

@@ -17,14 +17,14 @@ import importlib.util
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pallaslab._src import hardware, sources, textdiff
+from pallaslab._src.base import sources, textdiff
 from pallaslab._src.core.inspection import Inspection
 from pallaslab._src.core.kernel_targets import chip_for, natural_target
-from pallaslab._src.diffs import Delta, Diff, IrDiff, LinePair, Value
 from pallaslab._src.geometry.merit import Chip, KernelMerit, chip_named, kernel_merit, on_chip
-from pallaslab._src.lowered import GpuResources, Lowered, TpuResources
-from pallaslab._src.records import Kernel, RunResult, SourceMapEntry
-from pallaslab._src.targets import DEFAULT_GPU_ARCH, GPU_ARCHS, parse_target
+from pallaslab._src.records import Kernel, RunResult, SourceMapEntry, hardware, short_dtype
+from pallaslab._src.records.diffs import Delta, Diff, IrDiff, LinePair, Value
+from pallaslab._src.records.lowered import GpuResources, Lowered, TpuResources
+from pallaslab._src.records.targets import DEFAULT_GPU_ARCH, GPU_ARCHS, parse_target
 
 # Past this many lines, difflib skips lines that occur very often (braces, yields)
 # when looking for matches: aligning 100k-line texts stays fast.
@@ -125,6 +125,37 @@ def diff(
         irs=tuple(irs),
         notes=tuple(dict.fromkeys(notes)),
     )
+
+
+def diff_cell(
+    before: Any, after: Inspection, *, name: str, kept_as: str, target: str | None = None
+) -> Diff | str:
+    """`%%kernel ... --diff NAME`: this cell's inspection against the one kept under NAME.
+
+    Args:
+        before: What the user's namespace held under `name` before the cell ran.
+        after: The cell's inspection.
+        name: The name given to `--diff`.
+        kept_as: Where cells keep their inspection by default (named in the message
+            when `before` is not one).
+        target: The cell's `--target`, compared instead of the natural targets.
+
+    Returns:
+        The diff; or, when there is nothing to compare, why (one sentence). The
+        comparison is extra: it never fails the cell.
+    """
+    if not isinstance(before, Inspection):
+        what = "nothing" if before is None else f"a {type(before).__name__}"
+        return (
+            f"--diff: {name} holds {what}, not an inspection: run the earlier version "
+            f"first (its inspection is kept as {kept_as}, or --name it)."
+        )
+    if not before.kernels or not after.kernels:
+        return f"--diff: no kernel to compare in {name} or in this cell."
+    try:
+        return diff(before, after, target=target, names=(name, "this cell"))
+    except Exception as error:  # the cell's results stand; the message says why
+        return f"--diff: could not compare with {name}: {error}"
 
 
 def _sides(
@@ -318,7 +349,6 @@ def _shape(dims: Sequence[int | None]) -> str:
 
 
 def _array(operand: Any) -> str:
-    from pallaslab._src.records import short_dtype  # noqa: PLC0415 - keeps imports local
 
     return f"{short_dtype(operand.dtype)}[{','.join(map(str, operand.shape))}]"
 

@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from pallaslab._src import messages
+from pallaslab._src.base import messages
 from pallaslab._src.core import chips, jax_adapter
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.core.jax_adapter import instrument
@@ -248,14 +248,13 @@ _calls: weakref.WeakKeyDictionary[Any, dict[Any, tuple[adapter.KernelCall, Plan]
 
 def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.KernelCall, Plan]:
     """The emulator's view of a pallas_call and its plan (cached per kernel body)."""
-    body = params["jaxpr"]
-    mapping = params["grid_mapping"]
+    body, mapping = adapter.call_identity(params)
     key = (tuple(in_avals), id(mapping))
     try:
         per_body = _calls.setdefault(body, {})
     except TypeError:  # not weakly referenceable: no cache
         per_body = {}
-    if key not in per_body or per_body[key][0].params["grid_mapping"] is not mapping:
+    if key not in per_body or adapter.call_identity(per_body[key][0].params)[1] is not mapping:
         call = adapter.kernel_call(params, in_avals)
         _check_grid(call.grid)
         try:
@@ -313,7 +312,7 @@ def plan_for_site(site: jax_adapter.KernelSite) -> Plan:
     if site.primitive != "pallas_call":
         name, kind, backend = jax_adapter.mesh_kernel_summary(site)
         where = {"mosaic_tpu": "a TPU mesh", "mosaic_gpu": "a GPU mesh"}.get(backend, "a mesh")
-        chosen = site.params.get("interpret")
+        chosen = adapter.requested_interpret(site.params)
         interpreter = (
             ", run by Pallas' TPU interpreter" if backend == "mosaic_tpu" and not chosen else ""
         )
@@ -972,7 +971,7 @@ def lowering_impl(
     "interpret" when Pallas' interpreter must; None to leave the call to JAX.
     """
     request = adapter.emulation_request()
-    interpret = adapter.interpret_kind(params.get("interpret"))
+    interpret = adapter.interpret_kind(adapter.requested_interpret(params))
     if request is None:
         # Without a request: kernels that did not ask for an interpreter, on a
         # backend that cannot compile them (pallaslab's CPU rule), are emulated.
@@ -1005,7 +1004,7 @@ def _check_grid(grid: Sequence[int | None]) -> None:
 
 
 def _failed(params: dict[str, Any], error: BaseException) -> None:
-    name = params.get("name") or getattr(params["jaxpr"].debug_info, "func_name", "kernel")
+    name = adapter.call_name(params)
     message = (
         f"{name}: ran in Pallas' interpreter, one program at a time, because the "
         f"emulator failed ({messages.one_line(error)})."

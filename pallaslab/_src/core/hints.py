@@ -1,4 +1,4 @@
-"""`pallaslab.hints(...)`: why a kernel may be slow, tied to the lines to change.
+"""`Inspection.hints()`: why a kernel may be slow, tied to the lines to change.
 
 The core gathers what the rules need from the traced program: the tile map and
 its figures of merit, the kernel body's matrix products (from its jaxpr), masked
@@ -13,16 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pallaslab._src import hardware
-from pallaslab._src.core import jax_adapter
-from pallaslab._src.core.inspection import Inspection
+from pallaslab._src.core import jax_adapter, lowering, tiling
 from pallaslab._src.core.kernel_targets import chip_for, natural_target, triton_style
+from pallaslab._src.core.lowering import tpu_rules
+from pallaslab._src.core.program import Traced, program_of
 from pallaslab._src.geometry.hints import HintInputs, kernel_hints
 from pallaslab._src.geometry.merit import Chip, chip_named, kernel_merit
 from pallaslab._src.geometry.tilemap import TileMap
-from pallaslab._src.lowered import GpuResources
-from pallaslab._src.perfhints import SEVERITIES, DotInfo, Hint, MaskUse
-from pallaslab._src.records import Kernel, SourceLocation
+from pallaslab._src.records import Kernel, SourceLocation, hardware
+from pallaslab._src.records.hints import SEVERITIES, DotInfo, Hint, MaskUse
+from pallaslab._src.records.lowered import GpuResources
 
 #: Programs whose accesses are sampled for masked lanes: the first, middle, last.
 SAMPLED_PROGRAMS = 3
@@ -31,19 +31,17 @@ MAX_MASKED_BLOCK_ELEMENTS = 1 << 21
 
 
 def hints(
-    inspection_or_fn: Any,
-    *args: Any,
+    inspection: Traced,
+    *,
     chip: str | None = None,
     kernel: int | str | None = None,
     target: str | None = None,
     masks: bool = True,
-    **kwargs: Any,
 ) -> list[Hint]:
-    """Performance hints for a program's kernels, each tied to a source line.
+    """Performance hints for an inspection's kernels, each tied to a source line.
 
     Args:
-        inspection_or_fn: An inspection, or a function to inspect on `args`.
-        *args: The function's example arguments (arrays or ShapeDtypeStructs).
+        inspection: The inspection.
         chip: The chip to advise for ("H100", "v5e"); by default the kernel's
             backend's: an H100 for GPU kernels, a v5e for TPU kernels.
         kernel: One kernel (name or index); by default every kernel.
@@ -51,23 +49,10 @@ def hints(
             ("ptx:sm_90"); without it, compiles already asked for are used.
         masks: Interpret a few programs' bodies to find masks that switch off
             most lanes (costs a fraction of a second the first time).
-        **kwargs: The function's keyword arguments.
 
     Returns:
         The hints, most severe first: `.message`, `.location`, `.figures`, `.chip`.
     """
-    if isinstance(inspection_or_fn, Inspection):
-        if args or kwargs:
-            raise TypeError("hints(inspection) takes no arguments: they were traced already")
-        inspection = inspection_or_fn
-    elif callable(inspection_or_fn):
-        from pallaslab._src.core.tracing import inspect  # noqa: PLC0415 - tracing imports core
-
-        inspection = inspect(inspection_or_fn, *args, **kwargs)
-    else:
-        raise TypeError(
-            f"hints takes an inspection or a function, not a {type(inspection_or_fn).__name__}"
-        )
     chosen = chip_named(chip) if chip else None
     kernels = inspection.kernels if kernel is None else (inspection.kernel(kernel),)
     found: list[Hint] = []
@@ -78,7 +63,7 @@ def hints(
 
 
 def kernel_hints_of(
-    inspection: Inspection,
+    inspection: Traced,
     kernel: Kernel,
     chip: Chip | None = None,
     *,
@@ -104,24 +89,24 @@ def kernel_hints_of(
     return kernel_hints(inputs)
 
 
-def _tiles(inspection: Inspection, kernel: Kernel) -> tuple[TileMap | None, Any]:
+def _tiles(inspection: Traced, kernel: Kernel) -> tuple[TileMap | None, Any]:
     if kernel.kind != "pallas_call":
         return None, None
     try:
-        tiles = inspection.tiles(kernel.index)
+        tiles = tiling.tile_map(inspection, kernel.index)
         return tiles, kernel_merit(tiles)
     except (ValueError, IndexError, KeyError):
         return None, None  # a grid sized at run time, an index map needing JAX
 
 
-def _site(inspection: Inspection, kernel: Kernel) -> jax_adapter.KernelSite | None:
-    program = inspection._program  # noqa: SLF001 - same package: absent for hand-made records
+def _site(inspection: Traced, kernel: Kernel) -> jax_adapter.KernelSite | None:
+    program = program_of(inspection)
     if program is None or kernel.index >= len(program.sites):
         return None
     return program.sites[kernel.index]
 
 
-def _dots(inspection: Inspection, kernel: Kernel) -> tuple[DotInfo, ...]:
+def _dots(inspection: Traced, kernel: Kernel) -> tuple[DotInfo, ...]:
     site = _site(inspection, kernel)
     if site is None:
         return ()
@@ -132,16 +117,16 @@ def _dots(inspection: Inspection, kernel: Kernel) -> tuple[DotInfo, ...]:
 
 
 def _gpu_resources(
-    inspection: Inspection, kernel: Kernel, chip: Chip, target: str | None
+    inspection: Traced, kernel: Kernel, chip: Chip, target: str | None
 ) -> GpuResources | None:
     if not isinstance(chip, hardware.Gpu):
         return None
     if target is not None:
-        lowered = inspection.lower(target, kernel.index)
+        lowered = lowering.lower(inspection, target, kernel.index)
         return lowered.resources if isinstance(lowered.resources, GpuResources) else None
     done = [
         lowered.resources
-        for lowered in inspection.lowerings()
+        for lowered in lowering.lowerings(inspection)
         if lowered.kernel_index == kernel.index and isinstance(lowered.resources, GpuResources)
     ]
     return next((r for r in reversed(done) if r.arch == chip.arch), done[-1] if done else None)
@@ -150,16 +135,12 @@ def _gpu_resources(
 def _vmem_blocks(kernel: Kernel, chip: Chip) -> tuple[Any, ...]:
     if not isinstance(chip, hardware.Tpu) or kernel.kind != "pallas_call":
         return ()
-    from pallaslab._src.core.lowering import tpu_rules  # noqa: PLC0415 - lowering is heavy
-
     return tuple(tpu_rules.vmem_blocks(kernel))
 
 
 def _tiling_problems(kernel: Kernel, chip: Chip) -> tuple[Any, ...]:
     if not isinstance(chip, hardware.Tpu) or kernel.kind != "pallas_call":
         return ()
-    from pallaslab._src.core.lowering import tpu_rules  # noqa: PLC0415
-
     return tuple(tpu_rules.tiling_problems(kernel))
 
 
@@ -181,7 +162,7 @@ def sampled_programs(grid: Sequence[int], count: int = SAMPLED_PROGRAMS) -> list
     return found
 
 
-def _masks(inspection: Inspection, kernel: Kernel, tiles: TileMap | None) -> tuple[MaskUse, ...]:
+def _masks(inspection: Traced, kernel: Kernel, tiles: TileMap | None) -> tuple[MaskUse, ...]:
     if tiles is None or kernel.kind != "pallas_call" or any(n < 0 for n in kernel.grid):
         return ()
     if " mask=" not in kernel.jaxpr:
@@ -192,7 +173,7 @@ def _masks(inspection: Inspection, kernel: Kernel, tiles: TileMap | None) -> tup
     programs = sampled_programs(kernel.grid)
     for program in programs:
         try:
-            recorded = inspection.accesses(kernel.index, program)
+            recorded = tiling.block_accesses(inspection, kernel.index, program)
         except Exception:  # interpreting is extra: never lose the hints over it
             return ()
         for access in recorded.accesses:

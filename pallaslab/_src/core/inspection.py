@@ -1,137 +1,76 @@
-"""The result of inspecting a program: records, plus a handle to rerun it."""
+"""An inspection: the records of a traced program, and what can be done with it.
+
+`inspect(fn, *args)` traces a call into an `Inspection`: the records `Traced` holds
+(`core/program.py`), with the core's operations as methods (run, check, lower, tile
+maps, figures of merit, element accesses, races, hints, reproducers). Each method is
+a function of the core module that owns it; this class only gathers them.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src.core import display, jax_adapter
-from pallaslab._src.lowered import Lowered
-from pallaslab._src.records import ArraySpec, Kernel, RunResult
+from pallaslab._src.base import display
+from pallaslab._src.core.program import Traced
+from pallaslab._src.core.tracing import trace_program
+from pallaslab._src.records import Kernel, RunResult
+from pallaslab._src.records.checks import CheckResult
+from pallaslab._src.records.lowered import Lowered
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from pallaslab._src.bench.check import CheckResult
     from pallaslab._src.core.reproducer import Reproducer
     from pallaslab._src.core.sharing import RaceReport
     from pallaslab._src.geometry.accesses import BlockAccesses
+    from pallaslab._src.geometry.merit import KernelMerit
     from pallaslab._src.geometry.races import Conflict
     from pallaslab._src.geometry.tilemap import TileMap
-    from pallaslab._src.perfhints import Hint
+    from pallaslab._src.records.hints import Hint
 
 
-@dataclasses.dataclass(frozen=True)
-class Program:
-    """A traced program as the core holds it (JAX objects inside; never shown).
+def inspect(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Inspection:
+    """Traces `fn(*args, **kwargs)` and describes every Pallas kernel it runs.
 
-    Attributes:
-        name: The traced callable's name.
-        flat_fn: The callable over the traced (array) leaves only.
-        closed_jaxpr: The program's closed jaxpr; None for kernels recorded while a
-            cell ran, where no single program was traced.
-        args: The traced leaves' shapes and dtypes.
-        outputs: The results' shapes and dtypes.
-        example_args: The example leaves (arrays or ShapeDtypeStructs).
-        sites: The kernels as bound in the program.
-        jitted: `jax.jit(flat_fn)`, made once so reruns hit JAX's compile cache.
-        split: Takes (args, kwargs) laid out as for the traced callable and returns
-            the leaves that are traced.
-        rebuild: Takes the traced leaves and returns (args, kwargs) for the callable.
+    Nothing runs and nothing large is allocated: arguments may be
+    `jax.ShapeDtypeStruct`s. Array leaves (and `ShapeDtypeStruct`s) are traced;
+    every other leaf (ints, strings, callables ...) is passed to `fn` as is, so
+    block sizes and activation functions can be ordinary Python values.
+
+    Args:
+        fn: Any JAX-traceable callable: a `pallas_call`, a jitted function, a
+            `vmap`, a function under `jax.grad` ...
+        *args: Example positional arguments.
+        **kwargs: Example keyword arguments.
+
+    Returns:
+        The inspection: the program's jaxpr and one `Kernel` record per Pallas kernel
+        found anywhere in it.
+
+    Example:
+        >>> insp = pallaslab.inspect(add, jax.ShapeDtypeStruct((1024,), jnp.float32),
+        ...                          jax.ShapeDtypeStruct((1024,), jnp.float32))
+        >>> insp.kernels[0].grid
+        (8,)
     """
-
-    name: str
-    flat_fn: Callable[..., Any] | None
-    closed_jaxpr: Any
-    args: tuple[ArraySpec, ...]
-    outputs: tuple[ArraySpec, ...]
-    example_args: tuple[Any, ...]
-    sites: tuple[jax_adapter.KernelSite, ...]
-    jitted: Callable[..., Any] | None = None
-    split: Callable[[Sequence[Any], dict[str, Any]], list[Any]] | None = None
-    rebuild: Callable[[Sequence[Any]], tuple[tuple[Any, ...], dict[str, Any]]] | None = None
-
-    def dynamic_leaves(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
-        """The traced leaves of a new set of arguments."""
-        if self.split is None:
-            raise ValueError("this program cannot take new arguments")
-        return self.split(args, kwargs)
+    return trace(fn, args, kwargs)
 
 
-@dataclasses.dataclass(frozen=True)
-class Inspection:
+def trace(
+    fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
+) -> Inspection:
+    """`inspect`, with the arguments as a sequence and a dict (for callers with both)."""
+    return Inspection.from_program(trace_program(fn, args, dict(kwargs or {})))
+
+
+class Inspection(Traced):
     """Everything pallaslab learned about a program and its Pallas kernels.
 
-    Attributes:
-        name: The traced callable's name (or "cell" for kernels a cell ran).
-        args: Shapes and dtypes of the traced arguments.
-        outputs: Shapes and dtypes of the results.
-        jaxpr: The whole program's jaxpr as text ("" when no call was traced).
-        jaxpr_source_map: (jaxpr line, file, source line) entries for `jaxpr`.
-        kernels: One record per Pallas kernel found, in program order.
-        backend: The JAX backend at hand when inspected ("cpu", "gpu", "tpu").
-        result: The run, when the program was run.
-        notices: One-line notices about what could not be done and why.
+    Records (see `Traced` for the fields: `name`, `args`, `outputs`, `jaxpr`,
+    `kernels`, `backend`, `result`, `notices`), plain Python and NumPy values, and
+    the operations on the traced program as methods.
     """
-
-    name: str
-    args: tuple[ArraySpec, ...]
-    outputs: tuple[ArraySpec, ...]
-    jaxpr: str
-    jaxpr_source_map: tuple[tuple[int, str, int], ...]
-    kernels: tuple[Kernel, ...]
-    backend: str
-    result: RunResult | None = None
-    notices: tuple[str, ...] = ()
-    _program: Program | None = dataclasses.field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def from_program(cls, program: Program, notices: tuple[str, ...] = ()) -> Inspection:
-        """Builds the records for a traced program."""
-        import jax  # noqa: PLC0415 - keeps this module's import light for views' tests
-
-        text, source_map = (
-            jax_adapter.jaxpr_text(program.closed_jaxpr)
-            if program.closed_jaxpr is not None
-            else ("", ())
-        )
-        kernels = tuple(
-            _with_origins(jax_adapter.kernel_from_site(site, k), site, program)
-            for k, site in enumerate(program.sites)
-        )
-        # A bare pallas_call is JAX's inner wrapper; name it after its kernel instead.
-        name = kernels[0].name if program.name == "wrapped" and len(kernels) == 1 else program.name
-        return cls(
-            name=name,
-            args=program.args,
-            outputs=program.outputs,
-            jaxpr=text,
-            jaxpr_source_map=source_map,
-            kernels=kernels,
-            backend=jax.default_backend(),
-            notices=notices,
-            _program=program,
-        )
-
-    @property
-    def program(self) -> Program:
-        """The traced program (for the core's own use)."""
-        if self._program is None:
-            raise ValueError("this inspection was built without a program")
-        return self._program
-
-    def kernel(self, name_or_index: str | int) -> Kernel:
-        """The kernel with this name or index.
-
-        Raises:
-            KeyError: If there is no such kernel.
-        """
-        for k in self.kernels:
-            if name_or_index in (k.name, k.index):
-                return k
-        names = ", ".join(k.name for k in self.kernels) or "none"
-        raise KeyError(f"no kernel {name_or_index!r}; kernels: {names}")
 
     def tiles(
         self,
@@ -141,13 +80,42 @@ class Inspection:
     ) -> TileMap:
         """The tile map of a kernel: which block of each operand every program sees.
 
-        Like `kernel.tiles()`, but index maps that read scalar-prefetch values get
-        those of the example arguments, and the schedule follows the backend at hand
-        when the kernel names none.
+        Index maps that read scalar-prefetch values get those of the example
+        arguments (seeded random arrays where only shapes were given: the same
+        `run()` uses), unless `prefetch` gives them.
+
+        Args:
+            kernel: The kernel's index or name (default: the first kernel).
+            prefetch: The scalar-prefetch operands' values, overriding the examples'.
+            schedule: "tpu" (programs run one after another, in row-major order) or
+                "gpu" (all at once); by default the kernel's backend decides, else
+                the backend at hand.
+
+        Example:
+            >>> tiles = inspection.tiles()
+            >>> tiles.ranges(0, (1, 2))   # rows and columns of operand 0's block
+            ((64, 128), (0, 128))
         """
         from pallaslab._src.core import tiling  # noqa: PLC0415
 
         return tiling.tile_map(self, kernel, prefetch, schedule)
+
+    def merit(self, kernel: int | str = 0, schedule: str | None = None) -> KernelMerit:
+        """A kernel's tiling in numbers: reuse, HBM traffic, working set, intensity.
+
+        Reads per element, bytes moved against the minimum, the working set against
+        VMEM or shared memory, arithmetic intensity; `.on_chip("H100")` puts them
+        against a chip from the hardware table (fits, ridge point, bound by memory or
+        by compute, attainable FLOP/s).
+
+        Args:
+            kernel: The kernel's index or name (default: the first kernel).
+            schedule: "tpu" or "gpu" (decides what is copied again); default: the
+                tile map's.
+        """
+        from pallaslab._src.geometry.merit import kernel_merit  # noqa: PLC0415
+
+        return kernel_merit(self.tiles(kernel), schedule)
 
     def accesses(
         self, kernel: int | str = 0, program: Sequence[int] | None = None
@@ -165,10 +133,12 @@ class Inspection:
     def races(self, kernel: int | str | Kernel = 0, backend: str = "gpu") -> list[Conflict]:
         """Where a kernel's programs conflict under a backend's rules.
 
-        Like `kernel.races(backend)`, but index maps that read scalar-prefetch values
-        get those of the example arguments (seeded random arrays where only shapes
-        were given: the same `Inspection.run()` uses), as `tiles()` does; and outputs
-        that programs share in memory (a whole-array or `pl.ANY` ref, each program
+        Under GPU rules every grid axis runs in parallel, so two programs writing one
+        output block race; under TPU rules only "parallel" axes may be split across
+        cores, and a block left and revisited later is not read back. Index maps that
+        read scalar-prefetch values get those of the example arguments (seeded random
+        arrays where only shapes were given: the same `run()` uses), as `tiles()`
+        does; and outputs that programs share in memory (a whole-array or `pl.ANY` ref, each program
         storing its own part with `pl.ds` and masks) are decided under GPU rules
         element by element, running the kernel on the example inputs: only two
         programs storing the same element, or one loading what another stores, race.
@@ -208,7 +178,7 @@ class Inspection:
         """
         from pallaslab._src.core import running  # noqa: PLC0415
 
-        return running.run_program(self.program, args, kwargs, ref=ref, check=check)
+        return running.run(self, args, kwargs, ref=ref, check=check)
 
     def check(
         self,
@@ -240,10 +210,9 @@ class Inspection:
             `.ok`, `.max_abs_err`, `.max_rel_err`, `.bad_tiles` (the output blocks
             that differ), `.heatmap`, one point per set of inputs.
         """
-        # The bench layer sits above the core; imported on use only.
-        from pallaslab._src.bench.check import check_inspection  # noqa: PLC0415
+        from pallaslab._src.core.reference import check_traced  # noqa: PLC0415
 
-        return check_inspection(
+        return check_traced(
             self,
             ref,
             args,
@@ -345,39 +314,9 @@ class Inspection:
 
         return write_reproducer(self, path, kernel=kernel, save_inputs=save_inputs, target=target)
 
-    def with_result(self, result: RunResult) -> Inspection:
-        """This inspection with a run attached."""
-        return dataclasses.replace(self, result=result)
-
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
-        return display.mimebundle(self, **kwargs)
+        return display.mimebundle("inspection", self, **kwargs)
 
     def __repr__(self) -> str:
         kernels = ", ".join(f"{k.name} grid={k.grid}" for k in self.kernels) or "no kernels"
         return f"<Inspection of {self.name}: {kernels}>"
-
-
-def _with_origins(kernel: Kernel, site: jax_adapter.KernelSite, program: Program) -> Kernel:
-    """The kernel with each input passed in unchanged from the program named after it.
-
-    JAX names a pallas_call's operands after its own arguments ("args[0]"); the
-    program's argument ("x") is what the user wrote.
-    """
-    if program.closed_jaxpr is None:
-        return kernel
-    sources = jax_adapter.program_inputs_of(program.closed_jaxpr, site)
-    positions = jax_adapter.kernel_operand_positions(site)
-    origin = {
-        position: program.args[source].path
-        for source, position in zip(sources, positions, strict=True)
-        if source is not None and position is not None and source < len(program.args)
-    }
-    if not origin:
-        return kernel
-    operands = tuple(
-        dataclasses.replace(o, origin=origin[o.position])
-        if o.role == "in" and o.position in origin
-        else o
-        for o in kernel.operands
-    )
-    return dataclasses.replace(kernel, operands=operands)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 
-from pallaslab._src import hardware
 from pallaslab._src.geometry.merit import Chip
 from pallaslab._src.geometry.tilemap import schedule_of
-from pallaslab._src.records import Kernel
-from pallaslab._src.targets import DEFAULT_TPU_CHIP, parse_target
+from pallaslab._src.records import Kernel, hardware
+from pallaslab._src.records.targets import DEFAULT_TPU_CHIP, parse_target
 
 #: The GPU figures are read against when nothing names one.
 DEFAULT_GPU = "H100"

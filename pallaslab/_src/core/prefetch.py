@@ -1,13 +1,16 @@
-"""The scalar-prefetch values a kernel receives, for the inputs of a run.
+"""What a kernel receives in its program: its operands' values and its scalar prefetch.
 
 Index maps that read scalar-prefetch operands (`order[i]`) need their values to say
 which block a program sees: tile maps, races, the block pre-check and mismatch
-heatmaps all ask here. The values come from evaluating the program up to the kernel
-on its inputs; `jax.ShapeDtypeStruct` inputs become the seeded arrays a run uses.
+heatmaps all ask here. The checks after a run, element-level accesses and reproducers
+need every operand's value. Both come from one evaluation of the program up to the
+kernel on its inputs (`kernel_inputs`); `jax.ShapeDtypeStruct` inputs become the
+seeded arrays a run uses. When the values cannot be known, the reason says why.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from collections.abc import Sequence
@@ -15,15 +18,39 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src.core import chips, jax_adapter, running
-from pallaslab._src.core.inspection import Program
+from pallaslab._src.base import messages
+from pallaslab._src.core import chips, jax_adapter
+from pallaslab._src.core.program import Program
+from pallaslab._src.core.seeded import example_arrays
 
 # Past this much input data, the program is not evaluated up to a kernel on its
 # example arguments (it would allocate it all): what depends on it stays unknown.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
-# Per program (by id, dropped with it): the values for its example arguments.
+# Per program (by id, dropped with it): the prefetch values for its example arguments.
 _EXAMPLES: dict[int, dict[int, tuple[np.ndarray, ...]]] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelInputs:
+    """The values one kernel is bound to in its program, or why they are unknown.
+
+    Attributes:
+        values: Every input of the kernel in order (dynamic grid bounds, scalar
+            prefetch, then the operands); None when unknown.
+        offset: Where the scalar-prefetch operands start among `values`.
+        reason: Why the values are unknown ("" when known), as a clause: "it runs
+            inside a loop or a branch", "its inputs are too large to make up" ...
+    """
+
+    values: tuple[Any, ...] | None
+    offset: int = 0
+    reason: str = ""
+
+    @property
+    def operands(self) -> list[Any] | None:
+        """The values from the first scalar-prefetch operand on (the kernel's refs)."""
+        return None if self.values is None else list(self.values[self.offset :])
 
 
 def example_inputs(program: Program) -> list[Any] | None:
@@ -35,7 +62,50 @@ def example_inputs(program: Program) -> list[Any] | None:
     )
     if size > MAX_INPUT_BYTES:
         return None
-    return running.example_arrays(program.example_args)
+    return example_arrays(program.example_args)
+
+
+def kernel_inputs(
+    program: Program | None,
+    kernel_index: int,
+    leaves: Sequence[Any] | None = None,
+    *,
+    interpret_earlier: bool = True,
+) -> KernelInputs:
+    """The values kernel `kernel_index` is bound to when its program runs on `leaves`.
+
+    Args:
+        program: The traced program (None for records built by hand: unknown).
+        kernel_index: The kernel's index in the program.
+        leaves: The program's traced inputs; shapes among them become the seeded
+            arrays a run uses. None: the example arguments.
+        interpret_earlier: Run kernels before this one in Pallas' CPU interpreter
+            (off inside a run, whose own scope already decides how kernels run).
+    """
+    if program is None or not 0 <= kernel_index < len(program.sites):
+        return KernelInputs(None, reason="no traced program holds this kernel")
+    site = program.sites[kernel_index]
+    if program.closed_jaxpr is None:
+        return KernelInputs(None, reason="it was recorded while a cell ran, not traced in a call")
+    inputs = example_inputs(program) if leaves is None else example_arrays(leaves)
+    if inputs is None:
+        return KernelInputs(None, reason="the program's inputs are too large to make up here")
+    offset = jax_adapter.site_prefetch_offset(site)
+    try:
+        if interpret_earlier:
+            # Kernels before this one run too, in interpret mode on CPU.
+            jax_adapter.install_cpu_interpret()
+            with jax_adapter.auto_interpret(), chips.tracing_chip():
+                values = jax_adapter.kernel_inputs(site, program, inputs)
+        else:
+            values = jax_adapter.kernel_inputs(site, program, inputs)
+    except Exception as error:  # reported to the caller, which says what it could not do
+        return KernelInputs(
+            None, offset, f"evaluating the program up to it failed ({messages.one_line(error)})"
+        )
+    if values is None:
+        return KernelInputs(None, offset, "it runs inside a loop or a branch of the program")
+    return KernelInputs(tuple(values), offset)
 
 
 def prefetch_values(
@@ -47,38 +117,33 @@ def prefetch_values(
         program: The traced program (None for records built by hand: no values).
         kernel_index: The kernel's index in the program.
         leaves: The program's traced inputs; shapes among them become the seeded
-            arrays a run uses. None: the example arguments.
+            arrays a run uses. None: the example arguments (evaluated once, cached).
 
     Returns:
         One array per scalar-prefetch operand; () when the kernel has none, and when
-        they cannot be known here (the kernel runs inside a loop or a branch, was
-        recorded while a cell ran, or its inputs are too large to make up).
+        they cannot be known here (`kernel_inputs` says why): then tile maps mark the
+        operands whose index maps read them as unmapped, and say so.
     """
     if program is None or not 0 <= kernel_index < len(program.sites):
         return ()
-    site = program.sites[kernel_index]
-    mapping = site.params.get("grid_mapping")
-    if not int(getattr(mapping, "num_index_operands", 0) or 0):
+    count = jax_adapter.site_prefetch_count(program.sites[kernel_index])
+    if not count:
         return ()
-    if leaves is None:
-        cached = _EXAMPLES.get(id(program))
-        if cached is not None and kernel_index in cached:
-            return cached[kernel_index]
-        inputs = example_inputs(program)
-        values = _evaluate(program, site, inputs) if inputs is not None else ()
-        if id(program) not in _EXAMPLES:
-            _EXAMPLES[id(program)] = {}
-            weakref.finalize(program, _EXAMPLES.pop, id(program), None)
-        _EXAMPLES[id(program)][kernel_index] = values
-        return values
-    return _evaluate(program, site, running.example_arrays(leaves))
+    if leaves is not None:
+        return _prefetch_of(kernel_inputs(program, kernel_index, leaves), count)
+    cached = _EXAMPLES.get(id(program))
+    if cached is not None and kernel_index in cached:
+        return cached[kernel_index]
+    values = _prefetch_of(kernel_inputs(program, kernel_index), count)
+    if id(program) not in _EXAMPLES:
+        _EXAMPLES[id(program)] = {}
+        weakref.finalize(program, _EXAMPLES.pop, id(program), None)
+    _EXAMPLES[id(program)][kernel_index] = values
+    return values
 
 
-def _evaluate(
-    program: Program, site: jax_adapter.KernelSite, inputs: Sequence[Any]
-) -> tuple[np.ndarray, ...]:
-    # Kernels before this one run too (interpreted on CPU); a program that cannot be
-    # evaluated this way gives no values, which callers report as unknown.
-    jax_adapter.install_cpu_interpret()
-    with jax_adapter.auto_interpret(), chips.tracing_chip():
-        return tuple(np.asarray(v) for v in jax_adapter.prefetch_values(site, program, inputs))
+def _prefetch_of(inputs: KernelInputs, count: int) -> tuple[np.ndarray, ...]:
+    operands = inputs.operands
+    if operands is None:
+        return ()
+    return tuple(np.asarray(v) for v in operands[:count])

@@ -31,14 +31,16 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.experimental import pallas
 
-from pallaslab._src import funcsource, sources, version
-from pallaslab._src.core import chips, compile_cache, jax_adapter, running
-from pallaslab._src.core.inspection import Inspection
+from pallaslab._src.base import sources, version
+from pallaslab._src.core import chips, compile_cache, funcsource, jax_adapter, lowering, running
 from pallaslab._src.core.jax_adapter import capture
 from pallaslab._src.core.jax_adapter.lowering import TPU_DEVICE_KINDS
-from pallaslab._src.targets import parse_target
+from pallaslab._src.core.prefetch import kernel_inputs
+from pallaslab._src.core.program import Traced, require_program
+from pallaslab._src.core.seeded import example_arrays
+from pallaslab._src.geometry.mismatch import tolerance_for
+from pallaslab._src.records.targets import parse_target
 
 # Public modules library objects are imported from, and the names scripts give them.
 _ALIASES = {
@@ -95,9 +97,9 @@ _RESERVED = (
 )
 
 # Floating outputs compare within these (rtol, atol relative to the largest magnitude),
-# as pallaslab's own runs do (`running.tolerance_for`).
+# as pallaslab's own runs do (`mismatch.tolerance_for`).
 _TOLERANCES = {
-    dtype: running.tolerance_for(dtype)
+    dtype: tolerance_for(dtype)
     for dtype in ("bfloat16", "float16", "float32", "float64", "complex64", "complex128")
 }
 
@@ -141,7 +143,7 @@ def checksum(value: Any) -> str:
 
 
 def write_reproducer(
-    inspection: Inspection,
+    inspection: Traced,
     path: str | Path,
     *,
     kernel: int | str = 0,
@@ -164,7 +166,7 @@ def write_reproducer(
         ValueError: When there is no traced call, or the kernel is not a
             `pallas_call` the script can rebuild (says why).
     """
-    program = inspection.program
+    program = require_program(inspection, "write a reproducer")
     if program.flat_fn is None:
         raise ValueError(
             "a reproducer rebuilds a traced call; name one on the magic line "
@@ -182,7 +184,7 @@ def write_reproducer(
     if any(not isinstance(d, int | np.integer) for d in record.grid):
         raise ValueError(f"{record.name} has a grid known only at run time; not written")
     parsed = parse_target(target) if target else None
-    leaves = running.example_arrays(program.example_args)
+    leaves = example_arrays(program.example_args)
     # Some kernels ask which TPU they are on while being traced (`emit_pipeline`); off
     # a TPU they are traced for pallaslab's chosen chip, and the script answers the same.
     asks_for_a_tpu = False
@@ -201,17 +203,18 @@ def write_reproducer(
     notes: list[str] = []
     vmap_axes = None
     if construction is None:
-        construction, vmap_axes = _vmapped_construction(retraced, constructions, record.name)
+        construction, vmap_axes = capture.vmapped_construction(retraced, constructions, record.name)
 
-    operands = jax_adapter.kernel_inputs(site, program, leaves)
+    found = kernel_inputs(program, record.index, leaves, interpret_earlier=False)
+    operands = list(found.values) if found.values is not None else None
     specs = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in site.in_avals]
     if operands is None:
         notes.append(
-            "the kernel runs inside a loop or a branch of the program, so its operands "
-            "there are unknown: the script makes seeded random ones"
+            f"the kernel's operands in the program are unknown ({found.reason}): the "
+            "script makes seeded random ones"
         )
     if not save_inputs or operands is None:
-        operands = running.example_arrays(specs)
+        operands = example_arrays(specs)
         if save_inputs is False:
             notes.append(
                 "the script makes seeded random operands (as pallaslab does for shapes); "
@@ -253,57 +256,6 @@ def write_reproducer(
         problems=tuple(writer.script.problems),
         notes=tuple(notes),
     )
-
-
-def _vmapped_construction(
-    site: jax_adapter.KernelSite, constructions: Sequence[capture.Construction], name: str
-) -> tuple[capture.Construction, tuple[tuple[int, ...], tuple[int, ...]]]:
-    """The construction of a kernel `jax.vmap` batched, with the vmap's axes."""
-    mapping = site.params["grid_mapping"]
-    body_source = getattr(getattr(site.params["jaxpr"], "debug_info", None), "func_src_info", None)
-    for construction in constructions:
-        inner = construction.grid_mapping
-        same_kernel = (
-            getattr(getattr(construction.jaxpr, "debug_info", None), "func_src_info", None)
-            == body_source
-        )
-        if not same_kernel or len(inner.block_mappings) != len(mapping.block_mappings):
-            continue
-        if len(tuple(mapping.vmapped_dims)) != 1 or tuple(inner.vmapped_dims):
-            continue
-        if int(mapping.num_index_operands):  # prefetch operands have no block mapping
-            continue
-        axes = [
-            _inserted_axis(outer.block_shape, plain.block_shape)
-            for outer, plain in zip(mapping.block_mappings, inner.block_mappings, strict=True)
-        ]
-        if any(a is None for a in axes):
-            continue
-        count = int(mapping.num_inputs)
-        found = [int(a) for a in axes if a is not None]
-        return construction, (tuple(found[:count]), tuple(found[count:]))
-    raise ValueError(
-        f"{name} is bound as JAX transformed it (differentiated, or vmapped more than "
-        "once): the call as written would not reproduce it; not written"
-    )
-
-
-def _inserted_axis(batched: Sequence[Any], plain: Sequence[Any]) -> int | None:
-    """The position of the one block dimension `batched` has and `plain` lacks."""
-    if len(batched) != len(plain) + 1:
-        return None
-    for position in range(len(batched)):
-        rest = [*batched[:position], *batched[position + 1 :]]
-        if all(_same_block_dim(a, b) for a, b in zip(rest, plain, strict=True)):
-            return position
-    return None
-
-
-def _same_block_dim(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:
-        return a is b
 
 
 def _expected_outputs(
@@ -371,7 +323,7 @@ class _ScriptWriter:
         construction: capture.Construction,
         vmap_axes: tuple[tuple[int, ...], tuple[int, ...]] | None,
         target: Any,
-        inspection: Inspection,
+        inspection: Traced,
         tpu_answer: tuple[str, int] | None = None,
     ) -> None:
         self.record = record
@@ -482,49 +434,41 @@ class _ScriptWriter:
     def _call(self, kernel_text: str) -> str:
         script = self.script
         construction = self.construction
-        params = self.site.params
-        grid_spec = construction.grid_spec
+        keywords = capture.call_keywords(
+            self.site, construction, vmapped=self.vmap_axes is not None
+        )
         pl = script.module("jax.experimental.pallas", "pl")
-        out_avals = list(params["out_avals"])
-        if self.vmap_axes is not None:
-            out_avals = [
-                block.array_aval
-                for block in construction.grid_mapping.block_mappings[
-                    int(construction.grid_mapping.num_inputs) :
-                ]
-            ]
-        shapes = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in out_avals]
-        out_shape = jax.tree_util.tree_unflatten(construction.out_tree, shapes)
         value_of = self._expression
-        arguments = [kernel_text, f"out_shape={value_of(out_shape, 'out_shape')}"]
-        if type(grid_spec).__name__ == "GridSpec" and not getattr(grid_spec, "grid_names", None):
-            arguments.append(f"grid={value_of(tuple(grid_spec.grid), 'grid')}")
-            for field in ("in_specs", "out_specs"):
-                value = getattr(grid_spec, field)
-                if value is not getattr(pallas, "no_block_spec", object()):
+        arguments = [kernel_text, f"out_shape={value_of(keywords.out_shape, 'out_shape')}"]
+        if keywords.grid_spec is None:
+            arguments.append(f"grid={value_of(keywords.grid, 'grid')}")
+            for field, value in (
+                ("in_specs", keywords.in_specs),
+                ("out_specs", keywords.out_specs),
+            ):
+                if value is not None:
                     arguments.append(f"{field}={value_of(value, field)}")
-            if grid_spec.scratch_shapes:
-                scratch = value_of(list(grid_spec.scratch_shapes), "scratch_shapes")
+            if keywords.scratch_shapes:
+                scratch = value_of(list(keywords.scratch_shapes), "scratch_shapes")
                 arguments.append(f"scratch_shapes={scratch}")
         else:
-            arguments.append(f"grid_spec={value_of(grid_spec, 'grid_spec')}")
-        aliases = dict(params.get("input_output_aliases") or ())
-        if aliases:
-            arguments.append(f"input_output_aliases={value_of(aliases, 'aliases')}")
-        arguments.extend(
-            f"{key}={value_of(params[key], key)}"
-            for key in ("compiler_params", "cost_estimate")
-            if params.get(key)
-        )
-        name = params.get("name") or getattr(params.get("name_and_src_info"), "name", None)
+            arguments.append(f"grid_spec={value_of(keywords.grid_spec, 'grid_spec')}")
+        if keywords.input_output_aliases:
+            aliases = value_of(keywords.input_output_aliases, "aliases")
+            arguments.append(f"input_output_aliases={aliases}")
+        for key, value in (
+            ("compiler_params", keywords.compiler_params),
+            ("cost_estimate", keywords.cost_estimate),
+        ):
+            if value:
+                arguments.append(f"{key}={value_of(value, key)}")
         function = getattr(construction.kernel, "func", construction.kernel)  # a partial's
-        if isinstance(name, str) and name and name != getattr(function, "__name__", None):
-            arguments.append(f"name={name!r}")
-        if params.get("metadata"):
-            arguments.append(f"metadata={value_of(dict(params['metadata']), 'metadata')}")
-        interpret = params.get("interpret")
-        if interpret and interpret is not True:
-            arguments.append(f"interpret={value_of(interpret, 'interpret')}")
+        if keywords.name and keywords.name != getattr(function, "__name__", None):
+            arguments.append(f"name={keywords.name!r}")
+        if keywords.metadata:
+            arguments.append(f"metadata={value_of(keywords.metadata, 'metadata')}")
+        if keywords.interpret and keywords.interpret is not True:
+            arguments.append(f"interpret={value_of(keywords.interpret, 'interpret')}")
         else:
             arguments.append("interpret=INTERPRET")
         arguments.append("debug=DEBUG")
@@ -584,7 +528,7 @@ class _ScriptWriter:
         """What pallaslab saw lowering for the target, when it did."""
         if self.target is None:
             return ""
-        for lowered in self.inspection.lowerings():
+        for lowered in lowering.lowerings(self.inspection):
             if lowered.target != self.target.name or (
                 lowered.kernel_index is not None and lowered.kernel_index != self.record.index
             ):

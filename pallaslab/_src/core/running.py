@@ -1,4 +1,4 @@
-"""Running a traced program on the backend at hand and comparing with a reference."""
+"""Running a traced program on the backend at hand, compared with a reference."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src import messages
-from pallaslab._src.closeness import element_errors
+from pallaslab._src.base import messages
 from pallaslab._src.core import (
     checking,
     chips,
@@ -23,10 +22,12 @@ from pallaslab._src.core import (
     sharing,
     tracing,
 )
-from pallaslab._src.core.inspection import Program
+from pallaslab._src.core.comparison import compare_located
+from pallaslab._src.core.prefetch import kernel_inputs
+from pallaslab._src.core.program import Program, Traced, require_call
+from pallaslab._src.core.seeded import example_arrays
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.records import (
-    Comparison,
     Leak,
     OutOfBounds,
     OutputSummary,
@@ -34,88 +35,39 @@ from pallaslab._src.records import (
     RunResult,
 )
 
-# (rtol, atol relative to the reference's largest magnitude), by dtype: bf16 keeps 8
-# significant bits, f16 11, f32 24, FP8 e4m3 4 and e5m2 3; integer and boolean
-# outputs must match exactly.
-_TOLERANCES: dict[str, tuple[float, float]] = {
-    "float8_e4m3fn": (1.25e-1, 1.25e-1),
-    "float8_e4m3fnuz": (1.25e-1, 1.25e-1),
-    "float8_e4m3b11fnuz": (1.25e-1, 1.25e-1),
-    "float8_e4m3": (1.25e-1, 1.25e-1),
-    "float8_e5m2": (2.5e-1, 2.5e-1),
-    "float8_e5m2fnuz": (2.5e-1, 2.5e-1),
-    "float8_e8m0fnu": (5e-1, 5e-1),
-    "bfloat16": (1.6e-2, 1.6e-2),
-    "float16": (2e-3, 2e-3),
-    "float32": (2e-5, 2e-5),
-    "float64": (1e-9, 1e-9),
-    "complex64": (2e-5, 2e-5),
-    "complex128": (1e-9, 1e-9),
-}
 
-
-def tolerance_for(dtype: str) -> tuple[float, float]:
-    """(rtol, atol scale) fit for comparing outputs of this dtype: bf16 is not f32.
-
-    Integers and booleans must match exactly.
-    """
-    return _TOLERANCES.get(dtype, (0.0, 0.0))
-
-
-def example_arrays(specs: Sequence[Any], seed: int = 0) -> list[Any]:
-    """Concrete arrays for example arguments: `ShapeDtypeStruct`s become seeded data.
-
-    Floating inputs are standard normal; integer inputs are small non-negative
-    integers (they are often indices); booleans are fair coin flips.
-    """
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for spec in specs:
-        if not isinstance(spec, jax.ShapeDtypeStruct):
-            arrays.append(spec)
-            continue
-        dtype = np.dtype(spec.dtype)
-        if dtype.kind == "f" or dtype.name == "bfloat16":
-            value = rng.standard_normal(spec.shape, dtype=np.float32)
-        elif dtype.kind in "iu":
-            value = rng.integers(0, 4, spec.shape)
-        elif dtype.kind == "b":
-            value = rng.random(spec.shape) < 0.5
-        else:
-            value = rng.standard_normal(spec.shape)
-        arrays.append(jax.numpy.asarray(value, dtype=spec.dtype))
-    return arrays
-
-
-def run_program(
-    program: Program,
-    args: Sequence[Any],
-    kwargs: dict[str, Any],
+def run(
+    traced: Traced,
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
     ref: Any = None,
     *,
     interpret: bool = False,
     check: bool | None = None,
 ) -> RunResult:
-    """Runs `program` once and summarises (and compares) its outputs.
+    """Runs the traced program once and summarises (and compares) its outputs.
 
     On CPU, kernels run in pallaslab's emulator (Pallas' interpreter for what it does
     not cover); on GPU and TPU they are compiled.
 
     Args:
-        program: The traced program.
+        traced: The records and program of the traced call.
         args: Positional arguments as the traced callable takes them; with neither
             these nor `kwargs`, the traced examples. Arguments given as shapes
             (`jax.ShapeDtypeStruct`) run on seeded random data (`example_arrays`).
         kwargs: Keyword arguments.
-        ref: A callable taking the same arguments, or the expected output(s).
+        ref: A callable taking the same arguments, or the expected output(s); the
+            comparison locates mismatches per output block.
         interpret: Run kernels in Pallas' own interpreter (also on GPU and TPU).
         check: After an emulated run, look for output tiles that depend on padding,
             never-written memory or masked-out lanes, for loads and stores that reach
             outside their block, and confirm races by running kernels in other
             orders. None (the default) checks whenever the emulator ran every kernel.
     """
-    if program.flat_fn is None or program.rebuild is None:
-        raise ValueError("no single program was traced; name a call to run it")
+    program = require_call(traced, "run it")
+    assert program.flat_fn is not None
+    assert program.rebuild is not None
+    kwargs = dict(kwargs or {})
     given = program.dynamic_leaves(args, kwargs) if args or kwargs else list(program.example_args)
     # Arguments given as shapes (jax.ShapeDtypeStruct) run on seeded random data.
     seeded = tuple(
@@ -140,7 +92,7 @@ def run_program(
         if callable(ref):
             call_args, call_kwargs = program.rebuild(leaves)
             ref = ref(*call_args, **call_kwargs)
-        comparison = compare(flat_outputs, ref)
+        comparison = compare_located(traced, flat_outputs, ref, leaves=given)
         expected = tuple(np.asarray(r) for r in jax.tree_util.tree_leaves(ref))
     notices = [plan.describe() for plan in plans]
     findings = _Findings()
@@ -163,6 +115,15 @@ def run_program(
         out_of_bounds=tuple(findings.out_of_bounds),
         seeded_inputs=seeded,
     )
+
+
+def forced_interpret(on: bool) -> contextlib.AbstractContextManager[None]:
+    """Within the block (when `on`), every `pallas_call` traced runs in interpret mode.
+
+    What `--interpret` asks of everything a cell times or tunes (JAX's own switch,
+    part of the jit cache key).
+    """
+    return jax_adapter.forced_interpret(on)
 
 
 @contextlib.contextmanager
@@ -222,13 +183,14 @@ def _check(program: Program, leaves: Sequence[Any], plans: list[emulator.Plan]) 
     for index, (site, plan) in enumerate(zip(program.sites, plans, strict=True)):
         if not plan.emulated:
             continue
-        operands = jax_adapter.kernel_inputs(site, program, leaves)
-        if operands is None:
+        inputs = kernel_inputs(program, index, leaves, interpret_earlier=False)
+        if inputs.values is None:
             notices.append(
-                f"{plan.kernel}: not checked for leaks, out-of-bounds slices and races: it runs "
-                "inside a loop or branch, so it cannot be run alone."
+                f"{plan.kernel}: not checked for leaks, out-of-bounds slices and races: "
+                f"{inputs.reason}, so it cannot be run alone."
             )
             continue
+        operands = list(inputs.values)
         call = emulator.analyse(site.params, site.in_avals)[0]
         try:
             leaks.extend(checking.find_leaks(call, plan, operands, kernel_index=index))
@@ -280,46 +242,4 @@ def summarize(path: str, value: np.ndarray) -> OutputSummary:
         inf_count=int(np.isinf(numeric).sum()) if numeric is not None else 0,
         min=float(finite.min()) if finite.size and value.dtype.kind != "b" else None,
         max=float(finite.max()) if finite.size and value.dtype.kind != "b" else None,
-    )
-
-
-def compare(outputs: Sequence[np.ndarray], expected: Any) -> Comparison:
-    """Compares outputs with a reference, with tolerances fit for the dtype."""
-    references = [np.asarray(r) for r in jax.tree_util.tree_leaves(expected)]
-    if len(references) != len(outputs):
-        return _mismatch(
-            f"the reference gives {len(references)} array(s) but the program returns {len(outputs)}"
-        )
-    max_abs = max_rel = 0.0
-    mismatched = 0
-    rtol_used = atol_used = 0.0
-    for k, (out, want) in enumerate(zip(outputs, references, strict=True)):
-        where = f" (output {k})" if len(outputs) > 1 else ""
-        if out.shape != want.shape:
-            return _mismatch(
-                f"the reference has shape {tuple(want.shape)} but the program returns "
-                f"{tuple(out.shape)}{where}"
-            )
-        if out.dtype != want.dtype:
-            return _mismatch(
-                f"the reference has dtype {want.dtype} but the program returns {out.dtype}{where}"
-            )
-        errors = element_errors(out, want, *tolerance_for(str(out.dtype)))
-        mismatched += int(errors.bad.sum())
-        max_abs, max_rel = max(max_abs, errors.max_abs_err), max(max_rel, errors.max_rel_err)
-        rtol_used, atol_used = max(rtol_used, errors.rtol), max(atol_used, errors.atol)
-    return Comparison(
-        ok=mismatched == 0,
-        max_abs_err=max_abs,
-        max_rel_err=max_rel,
-        rtol=rtol_used,
-        atol=atol_used,
-        mismatched=mismatched,
-    )
-
-
-def _mismatch(problem: str) -> Comparison:
-    nan = float("nan")
-    return Comparison(
-        ok=False, max_abs_err=nan, max_rel_err=nan, rtol=0.0, atol=0.0, problem=problem
     )

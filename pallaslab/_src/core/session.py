@@ -11,15 +11,17 @@ import ast
 import contextlib
 import dataclasses
 import types
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import jax
 
-from pallaslab._src import sources
-from pallaslab._src.core import jax_adapter, running, tiling, tracing
+from pallaslab._src.base import messages
+from pallaslab._src.core import compile_cache, jax_adapter, running, settings, tiling, tracing
 from pallaslab._src.core.diagnose import Diagnosis, diagnose, pallas_call_line
-from pallaslab._src.core.inspection import Inspection, Program
+from pallaslab._src.core.inspection import Inspection
+from pallaslab._src.core.program import Program
 from pallaslab._src.records import SourceLocation
 
 # The magic line is line 1 of the cell; the body starts on line 2.
@@ -60,6 +62,60 @@ class CellOutcome:
     diagnosis: Diagnosis | None = None
     error: BaseException | None = None
     last_value: Any = None
+
+
+def cell_settings() -> settings.Settings:
+    """The user's settings, applied before a cell (or the extension) runs anything.
+
+    Kernels on a CPU run in pallaslab's emulator (its CPU lowering rule), and the
+    "Persistent compile cache" setting is followed; a cache directory that cannot be
+    used is a warning, never a failure.
+    """
+    jax_adapter.install_cpu_interpret()
+    user = settings.load()
+    problem = compile_cache.follow_setting(
+        user.persistent_compile_cache, user.persistent_compile_cache_dir
+    )
+    if problem:
+        warnings.warn(problem, stacklevel=2)
+    return user
+
+
+def evaluate_reference(expression: str | None, namespace: Mapping[str, Any]) -> Any:
+    """`--ref EXPR` evaluated in (a copy of) the user's namespace; None without one.
+
+    Raises:
+        CellError: Naming the magic line, when the expression fails.
+    """
+    if expression is None:
+        return None
+    try:
+        return eval(expression, dict(namespace))
+    except Exception as error:
+        raise CellError(
+            Diagnosis(
+                "reference",
+                f"--ref could not be evaluated: {messages.describe(error)}",
+                location=SourceLocation("<magic line>", MAGIC_LINE),
+                label="Cell line",
+            ),
+            error,
+        ) from None
+
+
+def write_reproducer(
+    inspection: Inspection, path: str, target: str | None = None
+) -> tuple[str, Diagnosis | None]:
+    """`--reproducer PATH`: the script, with the cell's operands saved beside it.
+
+    Returns:
+        What was written, in words, and None; or "" and why nothing was written.
+    """
+    try:
+        written = inspection.reproducer(path, save_inputs=True, target=target)
+    except (ValueError, RuntimeError, OSError) as error:
+        return "", Diagnosis("reproducer", f"No reproducer written: {error}")
+    return str(written), None
 
 
 class _CellFailedError(Exception):
@@ -136,7 +192,7 @@ def execute_cell(
                 raise fail(error, magic_line) from None
             inspection = Inspection.from_program(program)
             _check_grids(inspection, program, name_source)
-            _check_blocks(inspection, program, args, kwargs, name_source)
+            _check_blocks(inspection, args, kwargs, name_source)
             if options.run:
                 inspection = _run(
                     inspection,
@@ -294,14 +350,12 @@ def _check_grids(
 
 def _check_blocks(
     inspection: Inspection,
-    program: Program,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     name_source: Callable[[str], str | None],
 ) -> None:
     """Stops with a clear message when a block lies wholly outside its array."""
-    leaves = program.dynamic_leaves(args, kwargs)
-    for kernel, stray in tiling.stray_blocks(inspection, leaves)[:1]:
+    for kernel, stray in tiling.stray_blocks(inspection, args, kwargs)[:1]:
         index_map = stray.operand.index_map
         location = (
             SourceLocation(index_map.source_file, index_map.source_line)
@@ -340,9 +394,7 @@ def _run(
         except Exception as error:
             raise fail(error, magic_line) from None
     try:
-        result = running.run_program(
-            inspection.program, args, kwargs, ref=ref, interpret=options.interpret
-        )
+        result = running.run(inspection, args, kwargs, ref=ref, interpret=options.interpret)
     except Exception as error:
         raise fail(error, magic_line) from None
     return inspection.with_result(result)
@@ -393,11 +445,6 @@ def inspect_recorded(sites: list[jax_adapter.KernelSite]) -> Inspection:
         sites=tuple(unique),
     )
     return Inspection.from_program(program, notices=notices)
-
-
-def is_user_source(filename: str) -> bool:
-    """Whether a file is the user's own (not a library's)."""
-    return bool(filename) and not filename.startswith("<") and not sources.is_library_file(filename)
 
 
 # ---------------------------------------------------------------------------

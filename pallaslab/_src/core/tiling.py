@@ -15,9 +15,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core import chips, jax_adapter
-from pallaslab._src.core.inspection import Inspection
-from pallaslab._src.core.prefetch import example_inputs, prefetch_values
+from pallaslab._src.core import jax_adapter
+from pallaslab._src.core.prefetch import kernel_inputs, prefetch_values
+from pallaslab._src.core.program import Traced, program_of
+from pallaslab._src.core.seeded import example_arrays
 from pallaslab._src.geometry import blocks as geometry_blocks
 from pallaslab._src.geometry.accesses import BlockAccesses, RefInfo
 from pallaslab._src.geometry.blocks import StrayBlock
@@ -26,7 +27,7 @@ from pallaslab._src.records import Kernel
 
 
 def tile_map(
-    inspection: Inspection,
+    inspection: Traced,
     kernel: int | str = 0,
     prefetch: Sequence[Any] | None = None,
     schedule: str | None = None,
@@ -44,42 +45,47 @@ def tile_map(
     return TileMap(record, prefetch, chosen)
 
 
-def _site(inspection: Inspection, record: Kernel) -> jax_adapter.KernelSite | None:
-    program = inspection._program  # noqa: SLF001 - same package: absent for hand-made records
+def _site(inspection: Traced, record: Kernel) -> jax_adapter.KernelSite | None:
+    program = program_of(inspection)
     if program is None or record.index >= len(program.sites):
         return None
     return program.sites[record.index]
 
 
-def _prefetch(inspection: Inspection, record: Kernel) -> tuple[np.ndarray, ...]:
-    return prefetch_values(inspection._program, record.index)  # noqa: SLF001
+def _prefetch(inspection: Traced, record: Kernel) -> tuple[np.ndarray, ...]:
+    return prefetch_values(program_of(inspection), record.index)
 
 
 def stray_blocks(
-    inspection: Inspection, leaves: Sequence[Any] | None = None
+    inspection: Traced, args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
 ) -> list[tuple[Kernel, StrayBlock]]:
     """Blocks of an inspection's kernels that lie wholly outside their arrays.
 
     The one pre-check before a run (the magic, tuning, grading): index maps that
-    read scalar-prefetch values get those of `leaves` (the program's traced inputs;
-    None: the example arguments; shapes become a run's seeded data).
+    read scalar-prefetch values get those of the call on `args` and `kwargs` (laid
+    out as for the inspected call; without them, the example arguments; shapes
+    become a run's seeded data).
 
     Returns:
         (kernel, its first stray block) per operand with one, in kernel order.
     """
+    program = program_of(inspection)
+    leaves = (
+        program.leaves_of(args, kwargs)
+        if program is not None and program.split is not None and (args or kwargs)
+        else None
+    )
     found: list[tuple[Kernel, StrayBlock]] = []
     for kernel in inspection.kernels:
         values = (
-            prefetch_values(inspection._program, kernel.index, leaves)  # noqa: SLF001
-            if kernel.num_scalar_prefetch
-            else ()
+            prefetch_values(program, kernel.index, leaves) if kernel.num_scalar_prefetch else ()
         )
         found.extend((kernel, stray) for stray in geometry_blocks.stray_blocks(kernel, values))
     return found
 
 
 def block_accesses(
-    inspection: Inspection, kernel: int | str = 0, program: Sequence[int] | None = None
+    inspection: Traced, kernel: int | str = 0, program: Sequence[int] | None = None
 ) -> BlockAccesses:
     """Every element-level load and store one program of a kernel makes.
 
@@ -147,26 +153,18 @@ def block_accesses(
 
 
 def _operand_values(
-    inspection: Inspection, site: jax_adapter.KernelSite, record: Kernel, notices: list[str]
+    inspection: Traced, site: jax_adapter.KernelSite, record: Kernel, notices: list[str]
 ) -> list[np.ndarray | None]:
     """Each operand's whole array, where known (inputs); None for outputs and scratch."""
     found: list[np.ndarray | None] = [None] * len(record.operands)
-    program = inspection._program  # noqa: SLF001
-    leaves = example_inputs(program) if program is not None else None
-    inputs = None
-    if program is not None and leaves is not None:
-        # Kernels before this one run too, in interpret mode on CPU.
-        jax_adapter.install_cpu_interpret()
-        with jax_adapter.auto_interpret(), chips.tracing_chip():
-            inputs = jax_adapter.kernel_inputs(site, program, leaves)
-    if inputs is None:
+    inputs = kernel_inputs(program_of(inspection), record.index)
+    arrays = inputs.operands
+    if arrays is None:
         notices.append(
-            "Block values are random (the kernel's real inputs could not be evaluated "
-            "here): accesses that depend on data may differ in a real run."
+            f"Block values are random (the kernel's real inputs could not be evaluated here: "
+            f"{inputs.reason}): accesses that depend on data may differ in a real run."
         )
         return found
-    offset = jax_adapter.site_prefetch_offset(site)
-    arrays = inputs[offset:]
     for k, operand in enumerate(record.operands):
         if operand.role == "in" and k < len(arrays):
             found[k] = np.asarray(arrays[k])
@@ -234,7 +232,7 @@ def _fill(dtype: np.dtype[Any]) -> Any:
     return 0
 
 
-def race_report(inspection: Inspection, kernel: int | str = 0, backend: str = "gpu") -> Any:
+def race_report(inspection: Traced, kernel: int | str = 0, backend: str = "gpu") -> Any:
     """A kernel's races under `backend`'s rules (`sharing.RaceReport`).
 
     Outputs that programs share in memory are decided element by element, running the
@@ -252,10 +250,10 @@ def race_report(inspection: Inspection, kernel: int | str = 0, backend: str = "g
         or record.kind != "pallas_call"
         or not races.needs_elements(record, backend, prefetch)
     ):
-        return sharing.RaceReport(backend, tuple(record.races(backend, prefetch)))
+        return sharing.RaceReport(backend, tuple(races.find_races(record, backend, prefetch)))
     call, plan = emulator.analyse(site.params, site.in_avals)
     notices: list[str] = []
-    operands = _kernel_operands(inspection, site, notices)
+    operands = _kernel_operands(inspection, record, site, notices)
     report = sharing.kernel_races(call, plan, operands, backend)
     if notices and report.shared:
         notice = " ".join([*notices, report.notice]).strip()
@@ -264,23 +262,16 @@ def race_report(inspection: Inspection, kernel: int | str = 0, backend: str = "g
 
 
 def _kernel_operands(
-    inspection: Inspection, site: jax_adapter.KernelSite, notices: list[str]
+    inspection: Traced, record: Kernel, site: jax_adapter.KernelSite, notices: list[str]
 ) -> list[Any]:
     """The values a kernel receives in the program (seeded random data when unknown)."""
-    from pallaslab._src.core import running  # noqa: PLC0415 - running imports this package
-
-    program = inspection._program  # noqa: SLF001
-    leaves = example_inputs(program) if program is not None else None
-    inputs = None
-    if program is not None and leaves is not None:
-        jax_adapter.install_cpu_interpret()
-        with jax_adapter.auto_interpret():
-            inputs = jax_adapter.kernel_inputs(site, program, leaves)
-    if inputs is not None:
-        return list(inputs[jax_adapter.site_prefetch_offset(site) :])
+    inputs = kernel_inputs(program_of(inspection), record.index)
+    if inputs.operands is not None:
+        return inputs.operands
     notices.append(
         "Element-level accesses were found on random inputs (the kernel's own inputs "
-        "could not be evaluated here): accesses that depend on data may differ."
+        f"could not be evaluated here: {inputs.reason}): accesses that depend on data may "
+        "differ."
     )
     specs = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in site.in_avals]
-    return running.example_arrays(specs)
+    return example_arrays(specs)

@@ -1,4 +1,4 @@
-"""Tracing a callable with example arguments into an `Inspection`."""
+"""Tracing a callable with example arguments into a `Program` (JAX objects inside)."""
 
 from __future__ import annotations
 
@@ -11,36 +11,8 @@ import jax
 import numpy as np
 
 from pallaslab._src.core import chips, jax_adapter
-from pallaslab._src.core.inspection import Inspection, Program
+from pallaslab._src.core.program import Program
 from pallaslab._src.records import ArraySpec
-
-
-def inspect(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Inspection:
-    """Traces `fn(*args, **kwargs)` and describes every Pallas kernel it runs.
-
-    Nothing runs and nothing large is allocated: arguments may be
-    `jax.ShapeDtypeStruct`s. Array leaves (and `ShapeDtypeStruct`s) are traced;
-    every other leaf (ints, strings, callables ...) is passed to `fn` as is, so
-    block sizes and activation functions can be ordinary Python values.
-
-    Args:
-        fn: Any JAX-traceable callable: a `pallas_call`, a jitted function, a
-            `vmap`, a function under `jax.grad` ...
-        *args: Example positional arguments.
-        **kwargs: Example keyword arguments.
-
-    Returns:
-        The inspection: the program's jaxpr and one `Kernel` record per Pallas kernel
-        found anywhere in it.
-
-    Example:
-        >>> insp = pallaslab.inspect(add, jax.ShapeDtypeStruct((1024,), jnp.float32),
-        ...                          jax.ShapeDtypeStruct((1024,), jnp.float32))
-        >>> insp.kernels[0].grid
-        (8,)
-    """
-    program = trace_program(fn, args, kwargs)
-    return Inspection.from_program(program)
 
 
 def trace_program(
@@ -83,7 +55,7 @@ def trace_program(
         call_args, call_kwargs = rebuild(traced)
         return fn(*call_args, **call_kwargs)
 
-    name = _callable_name(fn)
+    name = callable_name(fn)
     functools.update_wrapper(flat_fn, fn, assigned=("__name__", "__qualname__"), updated=())
     abstract = [jax.ShapeDtypeStruct(np.shape(x), _dtype_of(x)) for x in dynamic_leaves]
     # TPU programs ask which TPU they are on while tracing: off a TPU, the chosen one.
@@ -111,6 +83,7 @@ def trace_program(
         jitted=jax.jit(flat_fn, **run_options()),
         split=split,
         rebuild=rebuild,
+        fn=fn,
     )
 
 
@@ -122,7 +95,8 @@ def _dtype_of(x: Any) -> Any:
     return x.dtype
 
 
-def _callable_name(fn: Callable[..., Any]) -> str:
+def callable_name(fn: Callable[..., Any]) -> str:
+    """The name of a callable (of the function a `functools.partial` wraps)."""
     inner = getattr(fn, "func", fn)  # functools.partial
     return str(getattr(inner, "__name__", type(inner).__name__))
 

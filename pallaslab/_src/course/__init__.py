@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from pallaslab._src.course.catalog import all_exercises, find
-from pallaslab._src.course.feedback import CaseOutcome, Feedback
 from pallaslab._src.course.grading import grade
 from pallaslab._src.course.spec import Case, Exercise, Mistake, Requirement
+from pallaslab._src.records.feedback import CaseOutcome, Feedback
 
 __all__ = [
     "Case",

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from pallaslab._src import sources
-from pallaslab._src.core.session import is_user_source
+from pallaslab._src.base import sources
 
 
 def name_source(filename: str) -> str | None:
     """How messages name `filename`; None for library files (skipped in messages)."""
-    if label := sources.cell_label(filename):
-        return f"{label} line"
-    number = _cell_numbers().get(filename)
-    if number is not None:
-        return f"Cell [{number}] line"
-    return f"{Path(filename).name} line" if is_user_source(filename) else None
+    return sources.message_name(filename, _cell_numbers())
 
 
 def _cell_numbers() -> dict[str, Any]:

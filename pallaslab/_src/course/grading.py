@@ -18,14 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src.bench.check import CheckPoint, CheckResult, compare_located, materialize
-from pallaslab._src.core import running, tiling, tracing
+from pallaslab._src.core import programs, running, tiling
+from pallaslab._src.core.comparison import compare
 from pallaslab._src.core.diagnose import SourceNamer, diagnose
-from pallaslab._src.core.inspection import Inspection, Program
+from pallaslab._src.core.inspection import Inspection, trace
+from pallaslab._src.core.seeded import materialize
 from pallaslab._src.course import cells
-from pallaslab._src.course.feedback import CaseOutcome, Feedback
 from pallaslab._src.course.spec import Case, Exercise
 from pallaslab._src.records import Leak, OutOfBounds, RunResult, TileMismatch, short_dtype
+from pallaslab._src.records.checks import CheckPoint, CheckResult
+from pallaslab._src.records.feedback import CaseOutcome, Feedback
 
 _LEAK_HINTS = {
     "padding": (
@@ -210,15 +212,13 @@ def _attempt(
     args, kwargs = materialize((tuple(case.make()), dict(case.kwargs)), exercise.seed + index)
     label = case.label or _shapes_label(fn, args)
     try:
-        program = tracing.trace_program(fn, args, kwargs)
+        inspection = trace(fn, args, kwargs)
     except Exception as error:
         return _error(exercise, error, namer, label, outcomes), None
-    label = case.label or _program_label(program)
-    inspection = Inspection.from_program(program)
+    label = case.label or _program_label(inspection)
     early = _structure(
         exercise,
         inspection,
-        program=program,
         args=args,
         kwargs=kwargs,
         label=label,
@@ -228,13 +228,14 @@ def _attempt(
     if early is not None:
         return early, None
     try:
-        result = running.run_program(program, args, kwargs)
+        result = running.run(inspection, args, kwargs)
     except Exception as error:
         return _error(exercise, error, namer, label, outcomes), None
     expected = exercise.reference(*args, **kwargs)
-    leaves = program.dynamic_leaves(args, kwargs)
-    comparison = compare_located(result.values, expected, inspection, leaves=leaves)
-    point = CheckPoint(label, None, None, program.args, comparison, result, program=inspection.name)
+    compared = programs.compare_outputs(inspection, list(result.values), expected, args, kwargs)
+    point = CheckPoint(
+        label, None, None, inspection.args, compared, result, program=inspection.name
+    )
     return None, _Attempt(label, args, dict(kwargs), inspection, result, point)
 
 
@@ -245,7 +246,6 @@ def _structure(
     exercise: Exercise,
     inspection: Inspection,
     *,
-    program: Program,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     label: str,
@@ -263,7 +263,7 @@ def _structure(
             hint="Compute the result inside a kernel called with pl.pallas_call.",
             cases=(*outcomes, CaseOutcome(label, False, "no Pallas kernel")),
         )
-    for kernel, stray in tiling.stray_blocks(inspection, program.dynamic_leaves(args, kwargs)):
+    for kernel, stray in tiling.stray_blocks(inspection, args, kwargs):
         index_map = stray.operand.index_map
         where = ""
         if index_map is not None and index_map.source_file:
@@ -357,8 +357,7 @@ def _matches(output: Callable[..., Any], attempt: _Attempt) -> bool:
         wrong = output(*attempt.args, **attempt.kwargs)
     except Exception:
         return False
-    comparison = running.compare(list(attempt.result.values), wrong)
-    return comparison.ok
+    return compare(list(attempt.result.values), wrong).ok
 
 
 def _first_leak(leaks: Sequence[Leak]) -> Leak:
@@ -468,8 +467,8 @@ def _shapes_label(fn: Callable[..., Any], args: Sequence[Any]) -> str:
     return ", ".join(shapes) or "no arguments"
 
 
-def _program_label(program: Program) -> str:
-    return ", ".join(f"{spec.path}: {spec}" for spec in program.args) or "no arguments"
+def _program_label(inspection: Inspection) -> str:
+    return ", ".join(f"{spec.path}: {spec}" for spec in inspection.args) or "no arguments"
 
 
 def _lower_first(text: str) -> str:

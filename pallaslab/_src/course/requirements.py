@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pallaslab._src import messages
+from pallaslab._src.base import messages
 from pallaslab._src.course.spec import Requirement
 
 if TYPE_CHECKING:
@@ -57,16 +57,9 @@ _RELABELLING = frozenset(
 
 def operations_outside_kernels(inspection: Inspection) -> list[str]:
     """Primitives of the program that compute, outside any kernel body."""
-    from pallaslab._src.core import jax_adapter  # noqa: PLC0415 - JAX only when graded
+    from pallaslab._src.core import programs  # noqa: PLC0415 - JAX only when graded
 
-    try:
-        closed = inspection.program.closed_jaxpr
-    except ValueError:
-        return []
-    if closed is None:
-        return []
-    wrapping = _RELABELLING | jax_adapter.CALL_PRIMITIVES
-    return [name for name in jax_adapter.primitives_outside_kernels(closed) if name not in wrapping]
+    return [n for n in programs.operations_outside_kernels(inspection) if n not in _RELABELLING]
 
 
 def race_free(backend: str) -> Requirement:

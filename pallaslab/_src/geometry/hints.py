@@ -16,12 +16,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from pallaslab._src import hardware
 from pallaslab._src.geometry.merit import Chip, KernelMerit, on_chip
 from pallaslab._src.geometry.tilemap import TileMap
-from pallaslab._src.lowered import BlockVmem, GpuResources, Occupancy, TilingProblem
-from pallaslab._src.perfhints import SEVERITIES, DotInfo, FigureValue, Hint, MaskUse, Severity
-from pallaslab._src.records import Kernel, Operand, SourceLocation
+from pallaslab._src.records import Kernel, Operand, SourceLocation, hardware
+from pallaslab._src.records.hints import SEVERITIES, DotInfo, FigureValue, Hint, MaskUse, Severity
+from pallaslab._src.records.lowered import BlockVmem, GpuResources, Occupancy, TilingProblem
 
 # GPU memory moves 32-byte sectors; a warp's loads coalesce best over 128 bytes.
 SECTOR_BYTES = 32

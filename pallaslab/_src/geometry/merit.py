@@ -13,9 +13,9 @@ from typing import Literal
 
 import numpy as np
 
-from pallaslab._src import hardware
 from pallaslab._src.geometry.tilemap import Schedule, TileMap
-from pallaslab._src.hardware import Gpu, Tpu
+from pallaslab._src.records import hardware
+from pallaslab._src.records.hardware import Gpu, Tpu
 
 Chip = Gpu | Tpu
 
@@ -118,6 +118,15 @@ class KernelMerit:
         if self.flops is None or not self.hbm_bytes:
             return None
         return self.flops / self.hbm_bytes
+
+    def on_chip(self, chip: Chip | str) -> ChipFit:
+        """These figures against a chip's memory and roofline ("H100", "v5e" ...).
+
+        Example:
+            >>> inspection.merit().on_chip("v5e").fits   # the working set fits in VMEM
+            True
+        """
+        return on_chip(self, chip)
 
 
 @dataclasses.dataclass(frozen=True)

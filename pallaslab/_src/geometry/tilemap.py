@@ -25,8 +25,7 @@ import functools
 import itertools
 import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -35,9 +34,6 @@ from pallaslab._src.records import Kernel, Operand
 
 with contextlib.suppress(ImportError):  # NumPy learns bfloat16, float8_* from ml_dtypes
     import ml_dtypes  # noqa: F401
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 Schedule = Literal["tpu", "gpu"]
 SCHEDULES: tuple[Schedule, ...] = ("tpu", "gpu")
@@ -246,12 +242,13 @@ class Coverage:
 class TileMap:
     """Which block of every operand each program of a kernel's grid sees.
 
-    Build it with `kernel.tiles()` (or `inspection.tiles(k)`, which supplies the
-    run's scalar-prefetch values). Operands are named by their index in
-    `kernel.operands`; programs by their grid-index tuple.
+    Get one with `inspection.tiles(k)` (which supplies the run's scalar-prefetch
+    values), or `TileMap(kernel, prefetch)` from a kernel record. Operands are named by
+    their index in `kernel.operands`; programs by their grid-index tuple. Drawn by
+    `pallaslab.draw_tiles` (a matplotlib figure) and the inspector's Tiles tab.
 
     Example:
-        >>> tiles = kernel.tiles()
+        >>> tiles = inspection.tiles()
         >>> tiles.ranges(0, (1, 2))        # per dimension (start, stop), clipped
         ((64, 128), (0, 128))
         >>> tiles.read_counts(0).max()     # programs reading the busiest element
@@ -303,7 +300,7 @@ class TileMap:
                 operand,
                 "unmapped",
                 reason="its index map reads scalar-prefetch values; pass them: "
-                "kernel.tiles(prefetch=(...)) or inspection.tiles(k)",
+                "inspection.tiles(k, prefetch=(...))",
             )
         read = index_map.grid_args_used()
         evaluated = math.prod(self.grid[a] for a in read)
@@ -527,27 +524,6 @@ class TileMap:
                         f"outside the array (operand {k})."
                     )
         return found
-
-    # -- pictures ------------------------------------------------------------------
-
-    def figure(self, program: Sequence[int] | None = None, **options: Any) -> Figure:
-        """A matplotlib figure: one panel per operand, `program`'s blocks highlighted.
-
-        Options go to `pallaslab._src.views.tilesfig.figure` (e.g. `dims`, `title`).
-        """
-        from pallaslab._src.views import tilesfig  # noqa: PLC0415 - drawing is a view
-
-        return tilesfig.figure(self, program, **options)
-
-    def save(self, path: str | Path, program: Sequence[int] | None = None, **options: Any) -> Path:
-        """Saves `figure(program)` for slides: the format follows the suffix (.png, .svg, .pdf).
-
-        Returns:
-            The path written.
-        """
-        from pallaslab._src.views import tilesfig  # noqa: PLC0415 - drawing is a view
-
-        return tilesfig.save(self, path, program, **options)
 
     def __repr__(self) -> str:
         return (

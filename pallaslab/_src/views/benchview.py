@@ -22,9 +22,9 @@ import traitlets
 from pallaslab._src.views import benchplot, bundle, heatmap
 
 if TYPE_CHECKING:
-    from pallaslab._src.bench.check import CheckResult
     from pallaslab._src.bench.live import Plan
     from pallaslab._src.bench.tune import TuneResult
+    from pallaslab._src.records.checks import CheckResult
 
 
 def _bench_esm() -> str:
@@ -290,7 +290,7 @@ def record_bundle(record: Any, **_: Any) -> dict[str, Any] | None:
 
 def check_html(result: CheckResult) -> str:
     """A check's verdict per point, with a heatmap of the blocks that differ."""
-    from pallaslab._src.bench.check import describe_point  # noqa: PLC0415 - plain data only
+    from pallaslab._src.records.checks import describe_point  # noqa: PLC0415 - plain data only
 
     colour = "#1a7f37" if result.ok else "#cf222e"
     verdict = "✓ matches the reference" if result.ok else "✗ does not match the reference"

@@ -10,8 +10,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from pallaslab._src import sources
-from pallaslab._src.diffs import Diff, IrDiff, LinePair, format_value
+from pallaslab._src.base import sources
+from pallaslab._src.records.diffs import Diff, IrDiff, LinePair, format_value
 
 # Rows of one IR's side-by-side table (hunks beyond are counted, not drawn).
 MAX_IR_ROWS = 400

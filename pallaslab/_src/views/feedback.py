@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pallaslab._src.views import heatmap
 
 if TYPE_CHECKING:
-    from pallaslab._src.course.feedback import Feedback
+    from pallaslab._src.records.feedback import Feedback
 
 _GREEN, _RED, _DIM = "#1a7f37", "#cf222e", "#59636e"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import messages
+from pallaslab._src.base import messages
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection

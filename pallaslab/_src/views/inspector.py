@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anywidget
 import traitlets
 
-from pallaslab._src import messages
+from pallaslab._src.base import messages
 from pallaslab._src.views import bundle, texts
 from pallaslab._src.views.contracts import OpenTextRequest, TabInfo, TabReplyMessage
 from pallaslab._src.views.header import Problem, header, summary_text

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from pallaslab._src.lowered import GpuResources, TpuResources
 from pallaslab._src.records import SourceLocation
+from pallaslab._src.records.lowered import GpuResources, TpuResources
 from pallaslab._src.views import fmt
 from pallaslab._src.views.contracts import UtilizationRow, VmemBlockRow
 

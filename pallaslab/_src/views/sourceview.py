@@ -6,7 +6,7 @@ import dataclasses
 import weakref
 from typing import TYPE_CHECKING, Literal
 
-from pallaslab._src import sources
+from pallaslab._src.base import sources
 from pallaslab._src.views import texts, where
 from pallaslab._src.views.contracts import SourceWindow
 

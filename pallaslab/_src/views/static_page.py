@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pallaslab._src import messages
+from pallaslab._src.base import messages
 from pallaslab._src.views.header import Problem, header
 from pallaslab._src.views.statichtml.nodes import Markup, Node, h, to_html
 from pallaslab._src.views.statichtml.panes import RENDERERS

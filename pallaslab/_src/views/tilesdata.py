@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pallaslab._src import messages
+from pallaslab._src.base import messages
 from pallaslab._src.geometry import merit
 from pallaslab._src.geometry.accesses import AccessMap, BlockAccesses
 from pallaslab._src.geometry.tilemap import SCHEDULES, Coverage, OperandTiles, TileMap, shown_dims

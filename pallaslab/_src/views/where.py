@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
-from pallaslab._src import sources
+from pallaslab._src.base import sources
 from pallaslab._src.views.contracts import FileLocation, Location
 
 if TYPE_CHECKING:

@@ -46,7 +46,6 @@ from pallaslab._src.core.jax_adapter.execution import (
 from pallaslab._src.core.jax_adapter.execution import kernel_inputs as kernel_inputs
 from pallaslab._src.core.jax_adapter.execution import lowering_state as lowering_state
 from pallaslab._src.core.jax_adapter.execution import mesh_interpret as mesh_interpret
-from pallaslab._src.core.jax_adapter.execution import prefetch_values as prefetch_values
 from pallaslab._src.core.jax_adapter.execution import (
     quiet_failed_callbacks as quiet_failed_callbacks,
 )
@@ -54,6 +53,7 @@ from pallaslab._src.core.jax_adapter.execution import recording_kernels as recor
 from pallaslab._src.core.jax_adapter.execution import same_kernel as same_kernel
 from pallaslab._src.core.jax_adapter.execution import set_emulator as set_emulator
 from pallaslab._src.core.jax_adapter.execution import site_function as site_function
+from pallaslab._src.core.jax_adapter.execution import site_prefetch_count as site_prefetch_count
 from pallaslab._src.core.jax_adapter.execution import (
     site_prefetch_offset as site_prefetch_offset,
 )

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from pallaslab._src.core.jax_adapter.kernels import user_location
+from pallaslab._src.core.jax_adapter.lanes import lane_indices
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
     feature_notice,
@@ -109,52 +110,11 @@ def _apply_indexer(view: _View, indexer: Any, rank: int) -> _View:
         else:
             per_dim.append((np.asarray(index, dtype=np.int64), False))
             strides.append(0)
-    is_int = [not s for _, s in per_dim]
-    int_shape = tuple(int(n) for n in indexer.int_indexer_shape) if any(is_int) else ()
-    int_positions = [k for k, flag in enumerate(is_int) if flag]
-    contiguous = bool(int_positions) and int_positions == list(
-        range(int_positions[0], int_positions[-1] + 1)
+    int_shape = (
+        tuple(int(n) for n in indexer.int_indexer_shape) if not all(s for _, s in per_dim) else ()
     )
-    # Result layout: slices in order, with the broadcast integer shape in place of
-    # contiguous integer indexers, or in front when they are apart.
-    slice_dims = [k for k, flag in enumerate(is_int) if not flag]
-    if not int_positions:
-        layout: list[int | str] = list(slice_dims)
-    elif contiguous:
-        first = int_positions[0]
-        layout = (
-            [k for k in slice_dims if k < first] + ["int"] + [k for k in slice_dims if k > first]
-        )
-    else:
-        layout = ["int", *slice_dims]
-    out_rank = sum(len(int_shape) if item == "int" else 1 for item in layout)
-    axis_of: dict[int, int] = {}
-    int_axis = 0
-    position = 0
-    for item in layout:
-        if item == "int":
-            int_axis = position
-            position += len(int_shape)
-        else:
-            axis_of[int(item)] = position
-            position += 1
-    index_arrays = []
-    for k, (values, is_slice) in enumerate(per_dim):
-        if is_slice:
-            index_arrays.append(
-                values.reshape([-1 if a == axis_of[k] else 1 for a in range(out_rank)])
-            )
-        else:
-            full = np.broadcast_to(values, int_shape) if int_shape else values.reshape(())
-            lead = [1] * int_axis
-            tail = [1] * (out_rank - int_axis - len(int_shape))
-            index_arrays.append(full.reshape([*lead, *int_shape, *tail]))
-    out_shape = (
-        tuple(np.broadcast_shapes(*(a.shape for a in index_arrays), (1,) * out_rank))
-        if index_arrays
-        else ()
-    )
-    index_arrays = [np.broadcast_to(a, out_shape) for a in index_arrays]
+    index_arrays, targets = lane_indices(per_dim, int_shape, np)
+    out_rank = len(targets[0]) if targets else 0
     clipped = [np.clip(a, 0, n - 1) for a, n in zip(index_arrays, shape, strict=True)]
     coords = []
     for d in range(rank):
@@ -166,10 +126,10 @@ def _apply_indexer(view: _View, indexer: Any, rank: int) -> _View:
                 base = base + (a - c) * step[d]
         coords.append(np.asarray(base, dtype=np.int64))
     steps: list[tuple[int, ...] | None] = [None] * out_rank
-    for k, (_, is_slice) in enumerate(per_dim):
+    for k, (_, sliced) in enumerate(per_dim):
         old = view.steps[k]
-        if is_slice and old is not None:
-            steps[axis_of[k]] = tuple(strides[k] * s for s in old)
+        if sliced and old is not None:
+            steps[targets[k].index(-1)] = tuple(strides[k] * s for s in old)
     return _View(tuple(coords), steps)
 
 

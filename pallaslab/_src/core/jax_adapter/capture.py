@@ -159,3 +159,126 @@ def construction_of(site: KernelSite, constructions: Sequence[Construction]) -> 
         if construction.jaxpr is body and construction.grid_mapping is mapping:
             return construction
     return None
+
+
+def vmapped_construction(
+    site: KernelSite, constructions: Sequence[Construction], name: str
+) -> tuple[Construction, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The construction of a kernel `jax.vmap` batched, with the vmap's axes."""
+    mapping = site.params["grid_mapping"]
+    body_source = getattr(getattr(site.params["jaxpr"], "debug_info", None), "func_src_info", None)
+    for construction in constructions:
+        inner = construction.grid_mapping
+        same_kernel = (
+            getattr(getattr(construction.jaxpr, "debug_info", None), "func_src_info", None)
+            == body_source
+        )
+        if not same_kernel or len(inner.block_mappings) != len(mapping.block_mappings):
+            continue
+        if len(tuple(mapping.vmapped_dims)) != 1 or tuple(inner.vmapped_dims):
+            continue
+        if int(mapping.num_index_operands):  # prefetch operands have no block mapping
+            continue
+        axes = [
+            _inserted_axis(outer.block_shape, plain.block_shape)
+            for outer, plain in zip(mapping.block_mappings, inner.block_mappings, strict=True)
+        ]
+        if any(a is None for a in axes):
+            continue
+        count = int(mapping.num_inputs)
+        found = [int(a) for a in axes if a is not None]
+        return construction, (tuple(found[:count]), tuple(found[count:]))
+    raise ValueError(
+        f"{name} is bound as JAX transformed it (differentiated, or vmapped more than "
+        "once): the call as written would not reproduce it; not written"
+    )
+
+
+def _inserted_axis(batched: Sequence[Any], plain: Sequence[Any]) -> int | None:
+    """The position of the one block dimension `batched` has and `plain` lacks."""
+    if len(batched) != len(plain) + 1:
+        return None
+    for position in range(len(batched)):
+        rest = [*batched[:position], *batched[position + 1 :]]
+        if all(_same_block_dim(a, b) for a, b in zip(rest, plain, strict=True)):
+            return position
+    return None
+
+
+def _same_block_dim(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return a is b
+
+
+@dataclasses.dataclass(frozen=True)
+class CallKeywords:
+    """The keyword arguments of a `pallas_call` as its author wrote them (public types).
+
+    Attributes:
+        out_shape: `out_shape`: a pytree of `jax.ShapeDtypeStruct`s.
+        grid: The grid, when the grid spec is a plain `GridSpec` without names.
+        in_specs: Its `in_specs` (None when the call gave none).
+        out_specs: Its `out_specs` (None when the call gave none).
+        scratch_shapes: Its `scratch_shapes`.
+        grid_spec: The grid spec itself, when it is not a plain one (TPU's
+            `PrefetchScalarGridSpec`, named grids); None otherwise.
+        input_output_aliases: {input index: output index}.
+        compiler_params: The compiler params given, if any.
+        cost_estimate: The cost estimate given, if any.
+        name: `name=`, if given.
+        metadata: `metadata=`, if given.
+        interpret: What `interpret=` asked for.
+    """
+
+    out_shape: Any
+    grid: tuple[Any, ...] = ()
+    in_specs: Any = None
+    out_specs: Any = None
+    scratch_shapes: tuple[Any, ...] = ()
+    grid_spec: Any = None
+    input_output_aliases: dict[int, int] = dataclasses.field(default_factory=dict)
+    compiler_params: Any = None
+    cost_estimate: Any = None
+    name: str | None = None
+    metadata: dict[str, Any] | None = None
+    interpret: Any = None
+
+
+def call_keywords(site: KernelSite, construction: Construction, *, vmapped: bool) -> CallKeywords:
+    """What to pass `pallas_call` to bind this kernel again (a vmapped one unbatched)."""
+    from jax.experimental import pallas  # noqa: PLC0415 - only when a reproducer is written
+
+    params = site.params
+    grid_spec = construction.grid_spec
+    out_avals = list(params["out_avals"])
+    if vmapped:  # the call as written, before `jax.vmap` batched it
+        mapping = construction.grid_mapping
+        out_avals = [
+            block.array_aval for block in mapping.block_mappings[int(mapping.num_inputs) :]
+        ]
+    shapes = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in out_avals]
+    out_shape = jax.tree_util.tree_unflatten(construction.out_tree, shapes)
+    name = params.get("name") or getattr(params.get("name_and_src_info"), "name", None)
+    common: dict[str, Any] = {
+        "out_shape": out_shape,
+        "input_output_aliases": {
+            int(i): int(o) for i, o in params.get("input_output_aliases") or ()
+        },
+        "compiler_params": params.get("compiler_params") or None,
+        "cost_estimate": params.get("cost_estimate") or None,
+        "name": name if isinstance(name, str) and name else None,
+        "metadata": dict(params["metadata"]) if params.get("metadata") else None,
+        "interpret": params.get("interpret"),
+    }
+    if type(grid_spec).__name__ != "GridSpec" or getattr(grid_spec, "grid_names", None):
+        return CallKeywords(grid_spec=grid_spec, **common)
+    unset = getattr(pallas, "no_block_spec", object())
+    return CallKeywords(
+        grid=tuple(grid_spec.grid),
+        in_specs=None if grid_spec.in_specs is unset else grid_spec.in_specs,
+        out_specs=None if grid_spec.out_specs is unset else grid_spec.out_specs,
+        scratch_shapes=tuple(grid_spec.scratch_shapes or ()),
+        **common,
+    )

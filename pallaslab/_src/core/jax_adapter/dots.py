@@ -15,7 +15,7 @@ import numpy as np
 
 from pallaslab._src.core.jax_adapter.kernels import KernelSite, user_location
 from pallaslab._src.core.jax_adapter.probes import jax_core
-from pallaslab._src.perfhints import DotInfo
+from pallaslab._src.records.hints import DotInfo
 
 _CONVERT = "convert_element_type"
 _ADDS = frozenset({"add", "add_any"})

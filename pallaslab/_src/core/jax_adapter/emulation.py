@@ -134,6 +134,26 @@ def interpret_kind(interpret: Any) -> str:
     return type(interpret).__name__
 
 
+def call_identity(params: dict[str, Any]) -> tuple[Any, Any]:
+    """What makes a pallas_call the same kernel: its body jaxpr and its grid mapping.
+
+    The emulator caches its analysis per body (weakly) and checks the mapping is the
+    one analysed (`id` of a live object).
+    """
+    return params["jaxpr"], params["grid_mapping"]
+
+
+def requested_interpret(params: dict[str, Any]) -> Any:
+    """What the call's `interpret=` asked for (None, a bool, or interpreter params)."""
+    return params.get("interpret")
+
+
+def call_name(params: dict[str, Any]) -> str:
+    """The kernel's name: `pallas_call(name=...)`, else its function's, else "kernel"."""
+    name = params.get("name") or getattr(params["jaxpr"].debug_info, "func_name", "")
+    return str(name or "kernel")
+
+
 @dataclasses.dataclass(frozen=True)
 class BlockLayout:
     """How one input or output of a kernel is cut into blocks.
@@ -470,18 +490,6 @@ def _written_refs(jaxpr: Any) -> set[int] | None:
     return found
 
 
-_GRID_PRIMITIVES = frozenset({"program_id", "num_programs"})
-
-
-def _uses_grid(jaxpr: Any) -> bool:
-    for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
-        if eqn.primitive.name in _GRID_PRIMITIVES:
-            return True
-        if any(_uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
-            return True
-    return False
-
-
 def _eval_with_grid(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], env: Any) -> list[Any]:
     """Evaluates a discharged kernel body, program ids read from `env`.
 
@@ -504,7 +512,7 @@ def _eval_with_grid(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], env:
             outs = [jnp.asarray(env[eqn.params["axis"]].index, jnp.int32)]
         elif name == "num_programs":
             outs = [jnp.asarray(env[eqn.params["axis"]].size, jnp.int32)]
-        elif any(_uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
+        elif any(instrument.uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
             outs = _eval_higher_order(eqn, inputs, env)
         else:
             params = eqn.primitive.get_bind_params(eqn.params)

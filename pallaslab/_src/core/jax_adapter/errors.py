@@ -7,7 +7,7 @@ import inspect
 import types
 from typing import Any
 
-from pallaslab._src import sources
+from pallaslab._src.base import sources
 from pallaslab._src.records import SourceLocation
 
 

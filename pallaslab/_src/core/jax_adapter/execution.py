@@ -319,21 +319,10 @@ def forced_interpret(on: bool) -> Iterator[None]:
         switch.set_local(previous)
 
 
-def prefetch_values(site: KernelSite, program: Any, leaves: Sequence[Any]) -> tuple[Any, ...]:
-    """The scalar-prefetch values a kernel receives when the program runs on `leaves`.
-
-    Evaluates the program's equations up to the kernel, one by one (descending into
-    `jit`s on the way). Returns () when the kernel has no scalar prefetch, and also
-    when it sits where that cannot be done (inside a loop or a branch).
-    """
+def site_prefetch_count(site: KernelSite) -> int:
+    """How many scalar-prefetch operands the kernel takes (0 for mesh kernels)."""
     mapping = site.params.get("grid_mapping")
-    count = int(getattr(mapping, "num_index_operands", 0) or 0)
-    if count == 0:
-        return ()
-    values = kernel_inputs(site, program, leaves)
-    if values is None:
-        return ()
-    return tuple(np.asarray(v) for v in values[site_prefetch_offset(site) :][:count])
+    return int(getattr(mapping, "num_index_operands", 0) or 0)
 
 
 def kernel_inputs(site: KernelSite, program: Any, leaves: Sequence[Any]) -> list[Any] | None:
@@ -341,7 +330,8 @@ def kernel_inputs(site: KernelSite, program: Any, leaves: Sequence[Any]) -> list
 
     Evaluates the program's equations up to the kernel, one by one (descending into
     `jit`s on the way). None when the kernel sits where that cannot be done (inside
-    a loop or a branch, or a kernel recorded while a cell ran).
+    a loop or a branch, or a kernel recorded while a cell ran); an equation that
+    fails raises (`core/prefetch.py` says what could not be done, and why).
     """
     if site.eqn is None or program.closed_jaxpr is None:
         return None
@@ -350,10 +340,7 @@ def kernel_inputs(site: KernelSite, program: Any, leaves: Sequence[Any]) -> list
     jaxpr, consts = closed_parts(program.closed_jaxpr)
     env = dict(zip(jaxpr.constvars, consts, strict=True))
     env.update(zip(jaxpr.invars, leaves, strict=True))
-    try:
-        return list(_evaluate_until(jaxpr, env, [*site.trail, site.eqn]))
-    except Exception:
-        return None
+    return list(_evaluate_until(jaxpr, env, [*site.trail, site.eqn]))
 
 
 def site_prefetch_offset(site: KernelSite) -> int:

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src import indexmap as ix
-from pallaslab._src import sources
+from pallaslab._src.base import sources
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES, jax_core
 from pallaslab._src.core.jax_adapter.shapes import call_body, closed_parts
+from pallaslab._src.records import indexmap as ix
 
 
 def index_map_from_jaxpr(

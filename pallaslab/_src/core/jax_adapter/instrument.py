@@ -32,6 +32,7 @@ import numpy as np
 from jax import lax
 
 from pallaslab._src.core.jax_adapter.kernels import user_location
+from pallaslab._src.core.jax_adapter.lanes import lane_indices
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
     jax_core,
@@ -463,7 +464,7 @@ class _Evaluator:
             return self._run_scoped(eqn, values)
         holds_ref = any(isinstance(v, _Handle) for v in values)
         if name in CALL_PRIMITIVES or (
-            not holds_ref and any(_uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params))
+            not holds_ref and any(uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params))
         ):
             for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
                 sub = eqn.params.get(key)
@@ -847,46 +848,11 @@ def _apply_indexer(
         else:
             per_dim.append((jnp.asarray(index, jnp.int32), False))
             strides.append(0)
-    is_int = [not s for _, s in per_dim]
-    int_positions = [k for k, flag in enumerate(is_int) if flag]
-    int_shape = tuple(int(n) for n in indexer.int_indexer_shape) if int_positions else ()
-    contiguous = bool(int_positions) and int_positions == list(
-        range(int_positions[0], int_positions[-1] + 1)
+    int_shape = (
+        tuple(int(n) for n in indexer.int_indexer_shape) if not all(s for _, s in per_dim) else ()
     )
-    slice_dims = [k for k, flag in enumerate(is_int) if not flag]
-    layout: list[int | str]
-    if not int_positions:
-        layout = list(slice_dims)
-    elif contiguous:
-        first = int_positions[0]
-        layout = (
-            [k for k in slice_dims if k < first] + ["int"] + [k for k in slice_dims if k > first]
-        )
-    else:
-        layout = ["int", *slice_dims]
-    out_rank = sum(len(int_shape) if item == "int" else 1 for item in layout)
-    axis_of: dict[int, int] = {}
-    int_axis = position = 0
-    for item in layout:
-        if item == "int":
-            int_axis = position
-            position += len(int_shape)
-        else:
-            axis_of[int(item)] = position
-            position += 1
-    arrays = []
-    for k, (values, is_slice) in enumerate(per_dim):
-        if is_slice:
-            arrays.append(values.reshape([-1 if a == axis_of[k] else 1 for a in range(out_rank)]))
-        else:
-            full = jnp.broadcast_to(values, int_shape) if int_shape else values.reshape(())
-            lead = [1] * int_axis
-            tail = [1] * (out_rank - int_axis - len(int_shape))
-            arrays.append(full.reshape([*lead, *int_shape, *tail]))
-    out_shape = (
-        tuple(np.broadcast_shapes(*(a.shape for a in arrays), (1,) * out_rank)) if arrays else ()
-    )
-    arrays = [jnp.broadcast_to(a, out_shape) for a in arrays]
+    arrays, targets = lane_indices(per_dim, int_shape, jnp)
+    out_rank = len(targets[0]) if targets else 0
     view_shape = tuple(int(n) for n in indexer.shape)
     new_coords = []
     if coords is None:  # the whole ref: a lane's coordinate is its index
@@ -905,10 +871,10 @@ def _apply_indexer(
                     base = base + (a - c) * step[d]
             new_coords.append(jnp.asarray(base, jnp.int32))
     new_steps: list[tuple[int, ...] | None] = [None] * out_rank
-    for k, (_, is_slice) in enumerate(per_dim):
+    for k, (_, sliced) in enumerate(per_dim):
         old = base_steps[k] if k < len(base_steps) else None
-        if is_slice and old is not None:
-            new_steps[axis_of[k]] = tuple(strides[k] * s for s in old)
+        if sliced and old is not None:
+            new_steps[targets[k].index(-1)] = tuple(strides[k] * s for s in old)
     return new_coords, new_steps
 
 
@@ -939,10 +905,11 @@ def _effective(
 _GRID_PRIMITIVES = frozenset({"program_id", "num_programs"})
 
 
-def _uses_grid(jaxpr: Any) -> bool:
+def uses_grid(jaxpr: Any) -> bool:
+    """Whether a jaxpr (or one inside it) reads the grid: `program_id`, `num_programs`."""
     for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
         if eqn.primitive.name in _GRID_PRIMITIVES:
             return True
-        if any(_uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
+        if any(uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
             return True
     return False

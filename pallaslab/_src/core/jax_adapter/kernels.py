@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src import sources
+from pallaslab._src.base import sources
 from pallaslab._src.core.jax_adapter.indexmaps import index_map_from_jaxpr
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,

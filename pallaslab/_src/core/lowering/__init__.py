@@ -6,7 +6,7 @@ Modules: `engine` (lowering and caching), `sourcemap` (locations
 out of compiler texts), `triton_build` (TTIR to PTX/SASS with the triton package),
 `tpu_rules` (the (8, 128) rule and VMEM), `tpu_compile` (libtpu compile-only in a
 worker process), `occupancy` (theoretical GPU occupancy). Target names live in
-`pallaslab._src.targets` (no JAX there, so views and the CLI can read them).
+`pallaslab._src.records.targets` (no JAX there, so views and the CLI can read them).
 """
 
 from __future__ import annotations
@@ -14,16 +14,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pallaslab._src.core.lowering.engine import lowerer_for
-from pallaslab._src.lowered import Lowered
-from pallaslab._src.targets import Target as Target
-from pallaslab._src.targets import all_targets as all_targets
-from pallaslab._src.targets import parse_target as parse_target
+from pallaslab._src.core.program import program_of, require_program
+from pallaslab._src.records.lowered import Lowered
+from pallaslab._src.records.targets import Target as Target
+from pallaslab._src.records.targets import all_targets as all_targets
+from pallaslab._src.records.targets import parse_target as parse_target
 
 if TYPE_CHECKING:
-    from pallaslab._src.core.inspection import Inspection
+    from pallaslab._src.core.program import Traced
 
 
-def lower(inspection: Inspection, target: str, kernel: str | int = 0) -> Lowered:
+def lower(inspection: Traced, target: str, kernel: str | int = 0) -> Lowered:
     """One kernel of `inspection` (or its program) lowered for `target`, cached.
 
     Args:
@@ -41,13 +42,10 @@ def lower(inspection: Inspection, target: str, kernel: str | int = 0) -> Lowered
         if not inspection.kernels:
             raise KeyError(f"{inspection.name} has no Pallas kernels to lower")
         chosen = inspection.kernel(kernel)
-    return lowerer_for(inspection.program).lower(parsed, chosen)
+    return lowerer_for(require_program(inspection, "lower it")).lower(parsed, chosen)
 
 
-def lowerings(inspection: Inspection) -> list[Lowered]:
+def lowerings(inspection: Traced) -> list[Lowered]:
     """What was lowered for this inspection so far, latest last."""
-    try:
-        program = inspection.program
-    except ValueError:
-        return []
-    return lowerer_for(program).done()
+    program = program_of(inspection)
+    return lowerer_for(program).done() if program is not None else []

@@ -13,8 +13,8 @@ import collections
 import dataclasses
 import re
 
-from pallaslab._src import hardware
-from pallaslab._src.lowered import GpuResources, Lowered
+from pallaslab._src.records import hardware
+from pallaslab._src.records.lowered import GpuResources, Lowered
 
 _SASS_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
 _PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][a-z0-9_]*)(?:\.[\w:]+)*[\s;]")

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
 
-from pallaslab._src import gpu_target_config, hardware, sources
-from pallaslab._src.core import chips, jax_adapter
+from pallaslab._src.base import sources
+from pallaslab._src.core import chips, gpu_target_config, jax_adapter
 from pallaslab._src.core.lowering import (
     sourcemap,
     tpu_compile,
@@ -30,12 +30,13 @@ from pallaslab._src.core.lowering import (
     xla_gpu_lowering,
 )
 from pallaslab._src.core.lowering.occupancy import occupancy
-from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, Stage, TpuResources
-from pallaslab._src.records import Kernel, SourceLocation
-from pallaslab._src.targets import DEFAULT_TPU_CHIP, Target, unavailable_reason
+from pallaslab._src.core.lowering.toolchains import unavailable_reason
+from pallaslab._src.records import Kernel, SourceLocation, hardware
+from pallaslab._src.records.lowered import GpuResources, Lowered, LoweringError, Stage, TpuResources
+from pallaslab._src.records.targets import DEFAULT_TPU_CHIP, Target
 
 if TYPE_CHECKING:
-    from pallaslab._src.core.inspection import Program
+    from pallaslab._src.core.program import Program
 
 T = TypeVar("T")
 

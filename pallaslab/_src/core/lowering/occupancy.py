@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from pallaslab._src.hardware import Gpu
-from pallaslab._src.lowered import Occupancy
+from pallaslab._src.records.hardware import Gpu
+from pallaslab._src.records.lowered import Occupancy
 
 # Registers are handed to warps in chunks of this many (all architectures since Volta).
 REGISTER_ALLOCATION_UNIT = 256

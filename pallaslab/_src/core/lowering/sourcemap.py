@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
-from pallaslab._src import sources
+from pallaslab._src.base import sources
 
 SourceMap = tuple[tuple[int, str, int], ...]
 # Files compilers name when they do not know the file (Triton's debug info for a
@@ -42,10 +42,10 @@ def _skip_string(text: str, pos: int) -> int:
     return pos
 
 
-def _matching_paren(text: str, open_pos: int) -> int:
-    """Index of the parenthesis closing the one at `open_pos` (-1 if unbalanced)."""
+def _outside_strings(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(position, character, bracket depth after it) of each character outside strings."""
     depth = 0
-    pos = open_pos
+    pos = start
     while pos < len(text):
         char = text[pos]
         if char == '"':
@@ -55,9 +55,15 @@ def _matching_paren(text: str, open_pos: int) -> int:
             depth += 1
         elif char in ")]}>":
             depth -= 1
-            if depth == 0:
-                return pos
+        yield pos, char, depth
         pos += 1
+
+
+def _matching_paren(text: str, open_pos: int) -> int:
+    """Index of the parenthesis closing the one at `open_pos` (-1 if unbalanced)."""
+    for pos, char, depth in _outside_strings(text, open_pos):
+        if depth == 0 and char in ")]}>":
+            return pos
     return -1
 
 
@@ -159,20 +165,9 @@ def _unescape(text: str) -> str:
 
 def _split_top_level(text: str, separator: str) -> tuple[str, str]:
     """Splits at the first `separator` outside brackets and strings."""
-    depth = 0
-    pos = 0
-    while pos < len(text):
-        char = text[pos]
-        if char == '"':
-            pos = _skip_string(text, pos)
-            continue
-        if char in "([{<":
-            depth += 1
-        elif char in ")]}>":
-            depth -= 1
-        elif depth == 0 and text.startswith(separator, pos):
+    for pos, char, depth in _outside_strings(text):
+        if depth == 0 and char not in "([{<)]}>" and text.startswith(separator, pos):
             return text[:pos], text[pos + len(separator) :]
-        pos += 1
     return text, ""
 
 

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from pallaslab._src.lowered import BlockVmem, TilingProblem
 from pallaslab._src.records import Kernel, Operand, SourceLocation
+from pallaslab._src.records.lowered import BlockVmem, TilingProblem
 
 SUBLANES = 8
 LANES = 128

@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pallaslab._src import gpu_target_config, gpu_toolchain
+from pallaslab._src.core import gpu_target_config, gpu_toolchain
 
 WORKER = Path(__file__).with_name("xla_gpu_worker.py")
 TIMEOUT_SECONDS = 300

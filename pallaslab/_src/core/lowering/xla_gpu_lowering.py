@@ -11,15 +11,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from pallaslab._src import gpu_toolchain, hardware
+from pallaslab._src.core import gpu_toolchain
 from pallaslab._src.core.lowering import sourcemap, xla_gpu
 from pallaslab._src.core.lowering.occupancy import occupancy
-from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, Stage
-from pallaslab._src.records import Kernel, SourceLocation
+from pallaslab._src.records import Kernel, SourceLocation, hardware
+from pallaslab._src.records.lowered import GpuResources, Lowered, LoweringError, Stage
 
 if TYPE_CHECKING:
     from pallaslab._src.core.jax_adapter import GpuExport
-    from pallaslab._src.targets import Target
+    from pallaslab._src.records.targets import Target
 
 COMPILE_ONLY_NOTE = (
     "Compile-only: with no GPU attached XLA does not autotune, so its own fusions (and "

@@ -12,11 +12,11 @@ import functools
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import messages
-from pallaslab._src import targets as target_names
-from pallaslab._src.core.lowering import compare
-from pallaslab._src.lowered import GpuResources, Lowered, LoweringError, TpuResources
+from pallaslab._src.base import messages
+from pallaslab._src.core.lowering import compare, toolchains
 from pallaslab._src.records import Kernel
+from pallaslab._src.records import targets as target_names
+from pallaslab._src.records.lowered import GpuResources, Lowered, LoweringError, TpuResources
 from pallaslab._src.views import where
 from pallaslab._src.views.contracts import (
     IrChunkReply,
@@ -59,7 +59,7 @@ def _targets() -> list[IrTarget]:
             "arch": t.arch,
             "language": t.language,
             "program": t.program,
-            "unavailable": target_names.unavailable_reason(t) or "",
+            "unavailable": toolchains.unavailable_reason(t) or "",
         }
         for t in target_names.all_targets()
     ]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src import messages
+from pallaslab._src.base import messages
 from pallaslab._src.geometry import races as race_geometry
 from pallaslab._src.geometry.limits import MAX_PROGRAMS
-from pallaslab._src.perfhints import Hint
 from pallaslab._src.records import Kernel, Operand
+from pallaslab._src.records.hints import Hint
 from pallaslab._src.views import fmt, where
 from pallaslab._src.views.contracts import (
     ErrorPane,
@@ -79,7 +79,7 @@ def _races(
             entry["checked"] = False
             entry["sentences"] = [
                 f"{label}: not checked here: {kernel.num_programs} programs; call "
-                f'kernel.races("{backend}").'
+                f'inspection.races({kernel.index}, "{backend}").'
             ]
         else:
             try:

@@ -1,17 +1,16 @@
 """What a student sees after checking an exercise: a verdict, where it is wrong, a hint.
 
-Plain records (no JAX). In Jupyter a registered renderer draws them (the verdict, one
-line per case, a heatmap of the output blocks that differ); elsewhere `summary()`.
+Plain records (no JAX). In Jupyter the course's feedback view draws them (the verdict,
+one line per case, a heatmap of the output blocks that differ); elsewhere `summary()`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from pallaslab._src.bench.check import CheckResult
+from pallaslab._src.base import display
+from pallaslab._src.records.checks import CheckResult
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,15 +102,4 @@ class Feedback:
         return self.summary()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
-        if _renderer is None:
-            return None
-        return _renderer(self, **kwargs)
-
-
-_renderer: Callable[..., dict[str, Any] | None] | None = None
-
-
-def register_renderer(renderer: Callable[..., dict[str, Any] | None]) -> None:
-    """Sets how feedback is drawn in Jupyter (the top-level package registers a view)."""
-    global _renderer  # noqa: PLW0603
-    _renderer = renderer
+        return display.mimebundle("feedback", self, **kwargs)

@@ -11,14 +11,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import importlib.util
-
-from pallaslab._src import gpu_target_config, gpu_toolchain
 
 GPU_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 TRITON_STAGES = ("ttgir", "llir", "ptx", "sass")
 TPU_CHIPS = ("v4", "v5e", "v5p", "v6e", "7x")
-XLA_GPU_CHIPS = gpu_target_config.CHIPS
+# Chips XLA's own GPU compile takes (a target description each, in core/gpu_target_configs/).
+XLA_GPU_CHIPS = ("A100", "H100", "H200", "B200")
 DEFAULT_GPU_ARCH = "sm_90"
 DEFAULT_TPU_CHIP = "v5e"
 DEFAULT_GPU_CHIP = "H100"
@@ -169,21 +167,3 @@ def parse_target(name: str) -> Target:
         f"mosaic-tpu:{{{','.join(TPU_CHIPS)}}}, tpu-compile:{{{','.join(TPU_CHIPS)}}}, "
         f"xla-gpu:{{{','.join(XLA_GPU_CHIPS)}}}."
     )
-
-
-def unavailable_reason(target: Target) -> str | None:
-    """Why this machine cannot produce the target (None when it can)."""
-    needs_triton = target.kind == "triton" and target.stage != "ttir"
-    if needs_triton and importlib.util.find_spec("triton") is None:
-        return (
-            f"{target.title} needs the triton compiler (Linux): "
-            "pip install 'pallaslab[triton]'. Its Triton IR (target 'triton') needs nothing."
-        )
-    if target.kind == "tpu-compile" and importlib.util.find_spec("libtpu") is None:
-        return (
-            "A TPU compile needs libtpu (Linux): pip install 'pallaslab[tpu]'. "
-            f"The Mosaic module (target 'mosaic-tpu:{target.arch}') needs nothing."
-        )
-    if target.kind == "xla-gpu":
-        return gpu_toolchain.problem()
-    return None

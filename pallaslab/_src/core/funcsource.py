@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src import sources
+from pallaslab._src.base import sources
 
 #: Arrays up to this many elements are written as literals.
 MAX_LITERAL_ELEMENTS = 4096

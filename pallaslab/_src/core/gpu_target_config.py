@@ -1,7 +1,7 @@
 """What XLA is told about a GPU it compiles for without one: the chips' target descriptions.
 
 Each chip pallaslab can compile for with XLA (`xla-gpu:<chip>` targets) has a
-`GpuTargetConfig` text proto in `gpu_target_configs/` beside `hardware.py`: the chip's
+`GpuTargetConfig` text proto in `gpu_target_configs/` beside this module: the chip's
 published figures (SMs, threads, shared memory, registers, L2, bandwidth, clock,
 memory, compute capability), each file citing its sources. A compile-only CUDA device
 is made from it (`jax.experimental.topologies.get_topology_desc`). No JAX here.
@@ -13,10 +13,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pallaslab._src.records.targets import XLA_GPU_CHIPS
+
 CONFIG_DIR = Path(__file__).with_name("gpu_target_configs")
 
 # The chips with a description, in the order targets list them.
-CHIPS = ("A100", "H100", "H200", "B200")
+CHIPS = XLA_GPU_CHIPS
 
 
 def description(chip: str) -> str:

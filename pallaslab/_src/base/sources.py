@@ -13,7 +13,9 @@ import functools
 import linecache
 import sys
 import sysconfig
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 _cell_labels: dict[str, str] = {}
 
@@ -40,7 +42,8 @@ def lines(filename: str) -> list[str]:
     return [line.rstrip("\r\n") for line in linecache.getlines(filename)]
 
 
-_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+# pallaslab/ itself (this file is pallaslab/_src/base/sources.py).
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[2])
 
 
 # Packages whose frames are never the user's, wherever they are installed from (a
@@ -95,6 +98,30 @@ def _in_standard_library(path: str) -> bool:
     return any(path.startswith(d) for d in _standard_library_dirs()) and not (
         "site-packages" in path or "dist-packages" in path
     )
+
+
+def is_user_source(filename: str) -> bool:
+    """Whether a file is the user's own (not a library's, not `<string>`)."""
+    return bool(filename) and not filename.startswith("<") and not is_library_file(filename)
+
+
+def message_name(
+    filename: str, cell_numbers: Mapping[str, Any] | None = None, current: str | None = None
+) -> str | None:
+    """How messages name a source file's lines; None for a library's (left out).
+
+    "Cell line" for the cell running (`current`), "Cell [5] line" for another
+    notebook cell (registered here, or numbered in IPython's `cell_numbers`),
+    "file.py line" for the user's own files.
+    """
+    if current is not None and filename == current:
+        return "Cell line"
+    if found := cell_label(filename):
+        return f"{found} line"
+    number = (cell_numbers or {}).get(filename)
+    if number is not None:
+        return f"Cell [{number}] line"
+    return f"{Path(filename).name} line" if is_user_source(filename) else None
 
 
 def _library_dirs() -> list[str]:

@@ -1,20 +1,120 @@
-"""Where an output differs from its reference, counted per output block.
+"""Where an output differs from its reference: element by element, then per block.
 
-Pure NumPy: takes the element-wise comparison and the kernel's output operand, and
-answers "which blocks are wrong" - the tiles of the output cut by its block shape,
-and the programs of the grid that write them.
+Pure NumPy. `element_errors` compares one output with its reference within a
+tolerance fit for its dtype (`tolerance_for`); `locate` counts the mismatches per
+block of the kernel's output tiling and names the programs that write those blocks,
+so a wrong last row of blocks is one look, not a search. The core's one comparison
+(`core/comparison.py`) puts them together for a run's outputs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from pallaslab._src.closeness import ElementErrors
 from pallaslab._src.geometry.blocks import block_starts
 from pallaslab._src.records import Operand, TileMismatch
+
+# (rtol, atol relative to the reference's largest magnitude), by dtype: bf16 keeps 8
+# significant bits, f16 11, f32 24, FP8 e4m3 4 and e5m2 3; integer and boolean
+# outputs must match exactly.
+_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float8_e4m3fn": (1.25e-1, 1.25e-1),
+    "float8_e4m3fnuz": (1.25e-1, 1.25e-1),
+    "float8_e4m3b11fnuz": (1.25e-1, 1.25e-1),
+    "float8_e4m3": (1.25e-1, 1.25e-1),
+    "float8_e5m2": (2.5e-1, 2.5e-1),
+    "float8_e5m2fnuz": (2.5e-1, 2.5e-1),
+    "float8_e8m0fnu": (5e-1, 5e-1),
+    "bfloat16": (1.6e-2, 1.6e-2),
+    "float16": (2e-3, 2e-3),
+    "float32": (2e-5, 2e-5),
+    "float64": (1e-9, 1e-9),
+    "complex64": (2e-5, 2e-5),
+    "complex128": (1e-9, 1e-9),
+}
+
+
+def tolerance_for(dtype: str) -> tuple[float, float]:
+    """(rtol, atol scale) fit for comparing outputs of this dtype: bf16 is not f32.
+
+    Integers and booleans must match exactly.
+    """
+    return _TOLERANCES.get(dtype, (0.0, 0.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class ElementErrors:
+    """An element-wise comparison of one output with its reference.
+
+    Attributes:
+        bad: True where the output is outside tolerance (NaN where the reference is
+            not NaN counts as outside).
+        diff: Absolute difference (0 where both are NaN or the same infinity; inf
+            where exactly one is NaN).
+        nonfinite: True where the output is NaN or Inf but the reference is finite.
+        atol: The absolute tolerance used (scaled by the reference's magnitude).
+        rtol: The relative tolerance used.
+        max_abs_err: Largest absolute difference.
+        max_rel_err: Largest difference relative to the reference's magnitude.
+        nan_count: NaN elements in the output where the reference is not NaN.
+        inf_count: Infinite elements in the output where the reference is finite.
+        reference_nonfinite: NaN or Inf elements in the reference.
+    """
+
+    bad: np.ndarray
+    diff: np.ndarray
+    nonfinite: np.ndarray
+    atol: float
+    rtol: float
+    max_abs_err: float
+    max_rel_err: float
+    nan_count: int
+    inf_count: int
+    reference_nonfinite: int
+
+
+def element_errors(
+    out: np.ndarray, ref: np.ndarray, rtol: float, atol_scale: float
+) -> ElementErrors:
+    """Compares `out` with `ref` element by element.
+
+    The tolerance is `atol + rtol * |ref|` with `atol = atol_scale * max|ref|` (over
+    the reference's finite elements), so outputs of
+    kernels that accumulate are compared relative to the output's scale, not to
+    each element's (a sum that cancels to near zero is not "wrong by 100%").
+    """
+    wide = np.complex128 if out.dtype.kind == "c" or ref.dtype.kind == "c" else np.float64
+    got, want = out.astype(wide), ref.astype(wide)
+    finite_ref = np.isfinite(want)
+    magnitude = np.abs(want[finite_ref])
+    atol = atol_scale * (float(magnitude.max()) if magnitude.size else 1.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(got - want)
+    both_nan = np.isnan(got) & np.isnan(want)
+    same_inf = np.isinf(got) & (got == want)
+    diff = np.where(both_nan | same_inf, 0.0, diff)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    scale = np.abs(np.nan_to_num(want))
+    bad = diff > atol + rtol * scale
+    got_nonfinite = ~np.isfinite(got)
+    nonzero = scale > 0
+    return ElementErrors(
+        bad=bad,
+        diff=diff,
+        nonfinite=got_nonfinite & finite_ref,
+        atol=atol,
+        rtol=rtol,
+        max_abs_err=float(diff.max()) if diff.size else 0.0,
+        max_rel_err=float((diff[nonzero] / scale[nonzero]).max()) if nonzero.any() else 0.0,
+        nan_count=int((np.isnan(got) & ~np.isnan(want)).sum()),
+        inf_count=int((np.isinf(got) & finite_ref).sum()),
+        reference_nonfinite=int((~finite_ref).sum()),
+    )
+
 
 # Beyond this many programs, an index map with element offsets is not walked program
 # by program (blocked index maps are looked up directly at any size).

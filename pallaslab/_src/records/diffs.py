@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from pallaslab._src.textdiff import Op
+from pallaslab._src.base import display
+from pallaslab._src.base.textdiff import Op
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -319,21 +319,11 @@ class Diff:
         return self.text()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
-        if _renderer is None:
-            return None
-        return _renderer(self, **kwargs)
+        return display.mimebundle("diff", self, **kwargs)
 
 
 FIGURE_COLUMNS = ("group", "figure", "a", "b", "change", "ratio", "unit", "better", "changed")
 LINE_COLUMNS = ("ir", "op", "a_line", "b_line", "a_text", "b_text", "a_source", "b_source")
-
-_renderer: Callable[..., dict[str, Any] | None] | None = None
-
-
-def register_renderer(renderer: Callable[..., dict[str, Any] | None]) -> None:
-    """Sets the function that turns a `Diff` into a Jupyter mime bundle (views)."""
-    global _renderer  # noqa: PLW0603
-    _renderer = renderer
 
 
 def _numeric(value: Value) -> bool:

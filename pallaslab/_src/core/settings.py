@@ -21,7 +21,7 @@ from typing import Any
 
 import json5
 
-from pallaslab._src import hardware
+from pallaslab._src.records import hardware
 
 #: The lab extension's plugin whose schema declares these settings.
 PLUGIN_ID = "pallaslab:plugin"

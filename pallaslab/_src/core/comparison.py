@@ -1,0 +1,207 @@
+"""The one comparison of a program's outputs with a reference.
+
+Every caller compares the same way: a run with `ref=`, `%%kernel --ref`, checks over
+sizes and dtypes, sweeps, tuning and exercise grading. Outputs and references must
+agree in number, shape and dtype (else `Comparison.problem` says how they differ);
+then each output is compared element by element within a tolerance fit for its dtype
+(`geometry/mismatch.py`) and, given the traced program, its mismatches are located
+per block of the kernel that writes it, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from pallaslab._src.base import messages
+from pallaslab._src.core import jax_adapter
+from pallaslab._src.core.prefetch import prefetch_values
+from pallaslab._src.core.program import Traced, program_of
+from pallaslab._src.geometry import mismatch
+from pallaslab._src.geometry.mismatch import ElementErrors
+from pallaslab._src.records import Comparison, Operand, TileMismatch
+
+# Locates one output's mismatches: (output index, element errors) -> per-block record.
+Locator = Callable[[int, ElementErrors], TileMismatch]
+
+
+def compare(
+    outputs: Sequence[np.ndarray],
+    expected: Any,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    locate: Locator | None = None,
+) -> Comparison:
+    """Compares outputs with a reference, with tolerances fit for each output's dtype.
+
+    Args:
+        outputs: The program's outputs, flattened.
+        expected: The reference's outputs (any pytree of arrays).
+        rtol: Relative tolerance (default: fit for each output's dtype).
+        atol: Absolute tolerance, relative to the reference's largest magnitude
+            (default: fit for each output's dtype).
+        locate: Locates each output's mismatches per block (`locator`); without it,
+            `Comparison.tiles` stays empty.
+    """
+    references = [np.asarray(r) for r in jax.tree_util.tree_leaves(expected)]
+    if len(references) != len(outputs):
+        return _mismatch(
+            f"the reference gives {len(references)} array(s) but the program returns {len(outputs)}"
+        )
+    for k, (out, want) in enumerate(zip(outputs, references, strict=True)):
+        where = f" (output {k})" if len(outputs) > 1 else ""
+        if out.shape != want.shape:
+            return _mismatch(
+                f"the reference has shape {tuple(want.shape)} but the program returns "
+                f"{tuple(out.shape)}{where}"
+            )
+        if out.dtype != want.dtype:
+            return _mismatch(
+                f"the reference has dtype {want.dtype} but the program returns {out.dtype}{where}"
+            )
+    max_abs = max_rel = 0.0
+    mismatched = 0
+    rtol_used = atol_used = 0.0
+    located = []
+    for k, (out, want) in enumerate(zip(outputs, references, strict=True)):
+        default_rtol, default_atol = mismatch.tolerance_for(str(out.dtype))
+        errors = mismatch.element_errors(
+            out,
+            want,
+            default_rtol if rtol is None else rtol,
+            default_atol if atol is None else atol,
+        )
+        mismatched += int(errors.bad.sum())
+        max_abs, max_rel = max(max_abs, errors.max_abs_err), max(max_rel, errors.max_rel_err)
+        rtol_used, atol_used = max(rtol_used, errors.rtol), max(atol_used, errors.atol)
+        if locate is not None:
+            located.append(locate(k, errors))
+    return Comparison(
+        ok=mismatched == 0,
+        max_abs_err=max_abs,
+        max_rel_err=max_rel,
+        rtol=rtol_used,
+        atol=atol_used,
+        mismatched=mismatched,
+        tiles=tuple(located),
+    )
+
+
+def compare_located(
+    traced: Traced,
+    outputs: Sequence[np.ndarray],
+    expected: Any,
+    *,
+    leaves: Sequence[Any] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> Comparison:
+    """`compare`, with each output's mismatches located on the kernel that writes it.
+
+    Args:
+        traced: The records (and program) of the program that gave `outputs`.
+        outputs: Its outputs, flattened.
+        expected: The reference's outputs.
+        leaves: The program's traced inputs (for index maps that read scalar-prefetch
+            values); None: the example arguments.
+        rtol: Relative tolerance (default: fit for each output's dtype).
+        atol: Absolute tolerance (default: fit for each output's dtype).
+    """
+    return compare(
+        outputs, expected, rtol=rtol, atol=atol, locate=locator(traced, len(outputs), leaves)
+    )
+
+
+def locator(traced: Traced, count: int, leaves: Sequence[Any] | None = None) -> Locator:
+    """Locates mismatches of `traced`'s outputs on the blocks of the kernels writing them."""
+    writers = _writers(traced, count)
+    paths = [spec.path for spec in traced.outputs]
+
+    def locate(k: int, errors: ElementErrors) -> TileMismatch:
+        path = paths[k] if k < len(paths) else f"[{k}]"
+        try:
+            return _locate(traced, errors, path, writers[k], leaves)
+        except Exception as error:  # locating is extra: the comparison itself stands
+            return mismatch.locate(
+                errors,
+                output=path,
+                operand=None,
+                note=f"Its blocks could not be located ({messages.one_line(error)}).",
+            )
+
+    return locate
+
+
+def _writers(traced: Traced, count: int) -> list[tuple[int, int] | None]:
+    """Per output, the (kernel, output operand) that writes it as is, where one does."""
+    program = program_of(traced)
+    if program is None or program.closed_jaxpr is None:
+        return [None] * count
+    try:
+        found = jax_adapter.output_writers(program.closed_jaxpr, program.sites)
+    except Exception:  # then each output falls back to a kernel output of its shape
+        return [None] * count
+    return found if len(found) == count else [None] * count
+
+
+def _locate(
+    traced: Traced,
+    errors: ElementErrors,
+    path: str,
+    writer: tuple[int, int] | None,
+    leaves: Sequence[Any] | None,
+) -> TileMismatch:
+    shape = tuple(errors.bad.shape)
+    note = ""
+    found: tuple[int, Operand] | None = None
+    if writer is not None:
+        kernel_index, out_index = writer
+        outs = traced.kernels[kernel_index].outputs
+        if out_index < len(outs) and outs[out_index].shape == shape:
+            found = kernel_index, outs[out_index]
+    if found is None:
+        # Computed after a kernel (a cast, a reshape ...): use the last kernel output
+        # of the same shape, and say so.
+        for kernel in reversed(traced.kernels):
+            same = [o for o in kernel.outputs if o.shape == shape]
+            if same:
+                found = kernel.index, same[0]
+                note = (
+                    f"Output {path} is not returned by a kernel as is; its tiles are the "
+                    f"blocks of {kernel.name}'s {same[0].label}, which has the same shape."
+                )
+                break
+    if found is None:
+        return mismatch.locate(
+            errors,
+            output=path,
+            operand=None,
+            note=f"No kernel writes output {path}; it is shown as one tile.",
+        )
+    kernel_index, operand = found
+    kernel = traced.kernels[kernel_index]
+    prefetch = (
+        prefetch_values(program_of(traced), kernel_index, list(leaves) if leaves else None)
+        if kernel.num_scalar_prefetch
+        else ()
+    )
+    return mismatch.locate(
+        errors,
+        output=path,
+        operand=operand,
+        grid=kernel.grid,
+        kernel=kernel.name,
+        prefetch=prefetch,
+        note=note,
+    )
+
+
+def _mismatch(problem: str) -> Comparison:
+    nan = float("nan")
+    return Comparison(
+        ok=False, max_abs_err=nan, max_rel_err=nan, rtol=0.0, atol=0.0, problem=problem
+    )

@@ -1,0 +1,192 @@
+"""A traced program as the core holds it, and the records made of it.
+
+`Program` holds JAX objects (the closed jaxpr, the kernels as bound, the callables
+that rebuild a call) and never leaves the core. `Traced` is what tracing found, as
+records (the jaxpr's text, one `Kernel` per kernel), with the program kept privately:
+every core operation (running, tile maps, lowering, hints, reproducers ...) takes a
+`Traced`, and `Inspection` (`core/inspection.py`) adds those operations as methods.
+Layers above the core read records only; what they need of the program itself is a
+function of `core/programs.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, Self
+
+from pallaslab._src.core import jax_adapter
+from pallaslab._src.records import ArraySpec, Kernel, RunResult
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """A traced program (JAX objects inside; never shown).
+
+    Attributes:
+        name: The traced callable's name.
+        flat_fn: The callable over the traced (array) leaves only.
+        closed_jaxpr: The program's closed jaxpr; None for kernels recorded while a
+            cell ran, where no single program was traced.
+        args: The traced leaves' shapes and dtypes.
+        outputs: The results' shapes and dtypes.
+        example_args: The example leaves (arrays or ShapeDtypeStructs).
+        sites: The kernels as bound in the program.
+        jitted: `jax.jit(flat_fn)`, made once so reruns hit JAX's compile cache.
+        split: Takes (args, kwargs) laid out as for the traced callable and returns
+            the leaves that are traced.
+        rebuild: Takes the traced leaves and returns (args, kwargs) for the callable.
+        fn: The callable as given (static arguments not yet bound).
+    """
+
+    name: str
+    flat_fn: Callable[..., Any] | None
+    closed_jaxpr: Any
+    args: tuple[ArraySpec, ...]
+    outputs: tuple[ArraySpec, ...]
+    example_args: tuple[Any, ...]
+    sites: tuple[jax_adapter.KernelSite, ...]
+    jitted: Callable[..., Any] | None = None
+    split: Callable[[Sequence[Any], dict[str, Any]], list[Any]] | None = None
+    rebuild: Callable[[Sequence[Any]], tuple[tuple[Any, ...], dict[str, Any]]] | None = None
+    fn: Callable[..., Any] | None = None
+
+    def dynamic_leaves(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        """The traced leaves of a new set of arguments."""
+        if self.split is None:
+            raise ValueError("this program cannot take new arguments")
+        return self.split(args, kwargs)
+
+    def leaves_of(self, args: Sequence[Any], kwargs: dict[str, Any] | None) -> list[Any]:
+        """The traced leaves of `args`/`kwargs`; the examples when both are empty."""
+        if args or kwargs:
+            return self.dynamic_leaves(args, dict(kwargs or {}))
+        return list(self.example_args)
+
+
+@dataclasses.dataclass(frozen=True)
+class Traced:
+    """Everything pallaslab learned about a program and its Pallas kernels, as records.
+
+    Attributes:
+        name: The traced callable's name (or "cell" for kernels a cell ran).
+        args: Shapes and dtypes of the traced arguments.
+        outputs: Shapes and dtypes of the results.
+        jaxpr: The whole program's jaxpr as text ("" when no call was traced).
+        jaxpr_source_map: (jaxpr line, file, source line) entries for `jaxpr`.
+        kernels: One record per Pallas kernel found, in program order.
+        backend: The JAX backend at hand when inspected ("cpu", "gpu", "tpu").
+        result: The run, when the program was run.
+        notices: One-line notices about what could not be done and why.
+    """
+
+    name: str
+    args: tuple[ArraySpec, ...]
+    outputs: tuple[ArraySpec, ...]
+    jaxpr: str
+    jaxpr_source_map: tuple[tuple[int, str, int], ...]
+    kernels: tuple[Kernel, ...]
+    backend: str
+    result: RunResult | None = None
+    notices: tuple[str, ...] = ()
+    _program: Program | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_program(cls, program: Program, notices: tuple[str, ...] = ()) -> Self:
+        """Builds the records for a traced program."""
+        import jax  # noqa: PLC0415 - keeps this module's import light for views' tests
+
+        text, source_map = (
+            jax_adapter.jaxpr_text(program.closed_jaxpr)
+            if program.closed_jaxpr is not None
+            else ("", ())
+        )
+        kernels = tuple(
+            _with_origins(jax_adapter.kernel_from_site(site, k), site, program)
+            for k, site in enumerate(program.sites)
+        )
+        # A bare pallas_call is JAX's inner wrapper; name it after its kernel instead.
+        name = kernels[0].name if program.name == "wrapped" and len(kernels) == 1 else program.name
+        return cls(
+            name=name,
+            args=program.args,
+            outputs=program.outputs,
+            jaxpr=text,
+            jaxpr_source_map=source_map,
+            kernels=kernels,
+            backend=jax.default_backend(),
+            notices=notices,
+            _program=program,
+        )
+
+    def kernel(self, name_or_index: str | int) -> Kernel:
+        """The kernel with this name or index.
+
+        Raises:
+            KeyError: If there is no such kernel.
+        """
+        for k in self.kernels:
+            if name_or_index in (k.name, k.index):
+                return k
+        names = ", ".join(k.name for k in self.kernels) or "none"
+        raise KeyError(f"no kernel {name_or_index!r}; kernels: {names}")
+
+    def with_result(self, result: RunResult) -> Self:
+        """This inspection with a run attached."""
+        return dataclasses.replace(self, result=result)
+
+
+def _with_origins(kernel: Kernel, site: jax_adapter.KernelSite, program: Program) -> Kernel:
+    """The kernel with each input passed in unchanged from the program named after it.
+
+    JAX names a pallas_call's operands after its own arguments ("args[0]"); the
+    program's argument ("x") is what the user wrote.
+    """
+    if program.closed_jaxpr is None:
+        return kernel
+    sources = jax_adapter.program_inputs_of(program.closed_jaxpr, site)
+    positions = jax_adapter.kernel_operand_positions(site)
+    origin = {
+        position: program.args[source].path
+        for source, position in zip(sources, positions, strict=True)
+        if source is not None and position is not None and source < len(program.args)
+    }
+    if not origin:
+        return kernel
+    operands = tuple(
+        dataclasses.replace(o, origin=origin[o.position])
+        if o.role == "in" and o.position in origin
+        else o
+        for o in kernel.operands
+    )
+    return dataclasses.replace(kernel, operands=operands)
+
+
+def program_of(traced: Traced) -> Program | None:
+    """The traced program behind the records (None for records built by hand)."""
+    return traced._program  # noqa: SLF001 - the core's own handle
+
+
+def require_program(traced: Traced, doing: str = "do this") -> Program:
+    """The traced program; ValueError when the records were built without one.
+
+    Args:
+        traced: The records.
+        doing: What needs the program, for the message ("lower it").
+    """
+    program = program_of(traced)
+    if program is None:
+        raise ValueError(f"this inspection was built without a program: cannot {doing}")
+    return program
+
+
+def require_call(traced: Traced, doing: str = "do this") -> Program:
+    """The traced program of one call; ValueError when no single call was traced.
+
+    Kernels recorded while a cell ran have a program (their sites) but no call to
+    run, check or rebuild.
+    """
+    program = require_program(traced, doing)
+    if program.flat_fn is None or program.rebuild is None or program.split is None:
+        raise ValueError(f"no single program was traced; name a call to {doing}")
+    return program
