@@ -15,6 +15,7 @@ from jax.experimental import pallas as pl
 import pallaslab
 from pallaslab._src import cli
 from pallaslab._src.geometry import merit
+from pallaslab._src.views.static_page import static_tab
 from tests import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -278,7 +279,7 @@ def test_the_kernels_tab_names_a_bare_pallas_call_s_operands_as_the_cell_does(ip
     assert _names(inspection) == (["x", "y"], [[("x_ref", "x"), ("y_ref", "y")]])
     program = overview.payload(inspection)["program"]
     assert [a["path"] for a in program["args"]] == ["x", "y"]
-    assert "args[" not in overview.static_html(inspection)
+    assert "args[" not in static_tab(inspection, "overview")
     # One spec object, one index map, one line: each operand named on it.
     (cell,) = source.payload(inspection)["files"]
     marks = {m["line"]: m["text"] for m in cell["marks"]}
@@ -385,7 +386,7 @@ def test_a_default_blockspec_points_at_no_source_and_says_what_it_is(tmp_path):
     assert all(m.default and m.source_file == "" and m.source_line == 0 for m in maps)
     table = overview.payload(inspection)["kernels"][0]["operands"]
     assert [o["indexMap"] for o in table] == ["default BlockSpec: the whole array"] * 2
-    assert "core.py" not in overview.static_html(inspection)
+    assert "core.py" not in static_tab(inspection, "overview")
     assert all("jax" not in f["label"] for f in source.payload(inspection)["files"])
 
     inspection = pallaslab.inspect(no_map, jax.ShapeDtypeStruct((16, 128), jnp.float32))
