@@ -20,7 +20,7 @@ from jax.experimental import pallas as pl
 import pallaslab
 from pallaslab._src.core import running
 from pallaslab._src.core.diagnose import KIND_TITLES
-from pallaslab._src.course import feedback
+from pallaslab._src.records import feedback
 from tests import corpus
 from tests.test_bad_inputs import CASES, message_of, run_cell
 
