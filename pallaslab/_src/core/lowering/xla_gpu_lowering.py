@@ -1,6 +1,6 @@
 """An `xla-gpu:<chip>` lowering as a `Lowered` record: SASS, stages, resources, notes.
 
-`engine` exports and compiles (`xla_gpu`); this module reads what came back. The
+`targets.xla_gpu` exports and compiles (`xla_gpu`); this module reads what came back. The
 main text is the kernel's SASS; the stages are its PTX, the ptxas report, Mosaic
 GPU's pass pipeline (module by module), the optimised HLO of the program around the
 kernel and of the kernel alone, and XLA's launch sequence.
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pallaslab._src.core import gpu_toolchain
 from pallaslab._src.core.lowering import sourcemap, xla_gpu
+from pallaslab._src.core.lowering.failures import first_lines, strip_status
 from pallaslab._src.core.lowering.occupancy import occupancy
 from pallaslab._src.records import Kernel, SourceLocation, hardware
 from pallaslab._src.records.lowered import GpuResources, Lowered, LoweringError, Stage
@@ -70,8 +71,7 @@ def build(
     if job is None or job.error:
         detail = job.error if job else "the worker returned no result for the kernel"
         return LoweringError(
-            f"XLA could not compile {kernel.name} for {chip}: "
-            f"{_first_lines(_strip_status(detail))}",
+            f"XLA could not compile {kernel.name} for {chip}: {first_lines(strip_status(detail))}",
             _location_in(detail, kernel) or kernel.call_site or kernel.source,
             detail=detail,
             kind="compile",
@@ -123,7 +123,7 @@ def build(
         stages.append(_stage("hlo (program)", program.hlo, "hlo", default_file))
         stages.append(Stage("launches (program)", program.thunks, "text"))
     elif program is not None and program.error:
-        failed = _first_lines(program.error)
+        failed = first_lines(program.error)
         notes.append(f"The program around the kernel did not compile: {failed}")
     if alone:
         stages.append(_stage("hlo (kernel alone)", job.hlo, "hlo", default_file))
@@ -275,15 +275,6 @@ class CleanedOnUse(Stage):
     def empty(self) -> bool:
         """Whether there is no text (known without cleaning it)."""
         return not self.__dict__["_raw"][0].strip()
-
-
-def _first_lines(text: str, count: int = 3) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return " ".join(lines[:count])
-
-
-def _strip_status(text: str) -> str:
-    return re.sub(r"^(\w+Error: )?(INTERNAL|INVALID_ARGUMENT|UNIMPLEMENTED): ", "", text)
 
 
 def _location_in(text: str, kernel: Kernel) -> SourceLocation | None:
