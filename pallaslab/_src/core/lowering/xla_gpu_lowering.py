@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from pallaslab._src.core import gpu_toolchain
-from pallaslab._src.core.lowering import sourcemap, xla_gpu
+from pallaslab._src.core.lowering import sourcemap, xla_gpu, xla_gpu_texts
 from pallaslab._src.core.lowering.failures import first_lines, strip_status
 from pallaslab._src.core.lowering.occupancy import occupancy
 from pallaslab._src.records import Kernel, SourceLocation, hardware
@@ -100,8 +100,12 @@ def build(
         if any(m.sass_from != "captured" for m in job.modules):
             notes.append("XLA's cubin was not kept: this SASS is ptxas' on XLA's PTX.")
         # The kernel's own function: the modules also hold what XLA fused around it.
-        sass = "\n".join(xla_gpu.sass_function(m.sass, name) for m in job.modules if name in m.sass)
-        ptx = "\n".join(xla_gpu.ptx_function(m.ptx, name) for m in job.modules if name in m.ptx)
+        sass = "\n".join(
+            xla_gpu_texts.sass_function(m.sass, name) for m in job.modules if name in m.sass
+        )
+        ptx = "\n".join(
+            xla_gpu_texts.ptx_function(m.ptx, name) for m in job.modules if name in m.ptx
+        )
         report = "\n".join(m.ptxas for m in job.modules if name in m.ptxas)
         if not name:
             sass = "\n".join(_labelled(m.file, m.sass) for m in job.modules)
@@ -162,10 +166,10 @@ def _ptx_target(ptx: str) -> str:
 
 
 def _mosaic_resources(mosaic: xla_gpu.MosaicKernel, gpu: hardware.Gpu) -> GpuResources:
-    report = xla_gpu.ptxas_report(mosaic.ptxas).get(mosaic.entry, {})
-    threads = xla_gpu.threads_per_block(mosaic.ptx) or 128
-    static_shared = xla_gpu.static_shared(mosaic.ptxas)
-    shared = xla_gpu.mosaic_dynamic_shared(mosaic.passes) + static_shared
+    report = xla_gpu_texts.ptxas_report(mosaic.ptxas).get(mosaic.entry, {})
+    threads = xla_gpu_texts.threads_per_block(mosaic.ptx) or 128
+    static_shared = xla_gpu_texts.static_shared(mosaic.ptxas)
+    shared = xla_gpu_texts.mosaic_dynamic_shared(mosaic.passes) + static_shared
     return _resources(
         gpu, _ptx_target(mosaic.ptx), threads=threads, report=report, shared=shared, num_stages=None
     )
@@ -175,11 +179,13 @@ def _xla_resources(
     job: xla_gpu.CompiledJob, kernel: Kernel, gpu: hardware.Gpu
 ) -> tuple[GpuResources | None, str, str]:
     """Resources, architecture and function name of the Triton kernel XLA launched."""
-    launches = [launch for launch in xla_gpu.launches(job.thunks) if launch.kind == "kCustomKernel"]
+    launches = [
+        launch for launch in xla_gpu_texts.launches(job.thunks) if launch.kind == "kCustomKernel"
+    ]
     reports: dict[str, dict[str, int]] = {}
     arch = ""
     for module in job.modules:
-        reports.update(xla_gpu.ptxas_report(module.ptxas))
+        reports.update(xla_gpu_texts.ptxas_report(module.ptxas))
         arch = arch or _ptx_target(module.ptx)
     if not launches:
         return None, arch or gpu.arch, ""

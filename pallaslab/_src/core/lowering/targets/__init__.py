@@ -2,6 +2,6 @@
 
 Each exposes `lower(lowerer, target, kernel)` (the `stablehlo` module: `lower(lowerer,
 target)`), dispatched by `engine.Lowerer` on the target's kind and run with the
-lowerer's shared results (`share`, `payload`, `site`) and its `finish`, all typed by
-the `context.LoweringContext` protocol.
+lowerer's shared results (`share`, `payload`, `site`) and its `finish`: a
+`context.LoweringContext`.
 """

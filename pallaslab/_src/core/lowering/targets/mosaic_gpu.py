@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from pallaslab._src.core.lowering.context import LoweringContext
 from pallaslab._src.core.lowering.failures import LoweringFailedError, mosaic_gpu_layout_hint
 from pallaslab._src.records import Kernel
 from pallaslab._src.records.lowered import Lowered, LoweringError
 from pallaslab._src.records.targets import Target
-
-if TYPE_CHECKING:
-    from pallaslab._src.core.lowering.context import LoweringContext
 
 MOSAIC_GPU_NOTE = (
     "The passes that take this module to PTX and SASS live in JAX's CUDA plugin, not "

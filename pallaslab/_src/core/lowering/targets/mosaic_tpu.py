@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pallaslab._src.core.lowering import tpu_rules
+from pallaslab._src.core.lowering.context import LoweringContext
 from pallaslab._src.core.lowering.failures import LoweringFailedError, tiling_error
 from pallaslab._src.core.lowering.resources import tpu_resources
 from pallaslab._src.records import Kernel
 from pallaslab._src.records.lowered import Lowered
 from pallaslab._src.records.targets import Target
-
-if TYPE_CHECKING:
-    from pallaslab._src.core.lowering.context import LoweringContext
 
 
 def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:

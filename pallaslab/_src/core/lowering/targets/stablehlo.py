@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pallaslab._src.core import chips, jax_adapter
 from pallaslab._src.core.lowering import sourcemap
+from pallaslab._src.core.lowering.context import LoweringContext
 from pallaslab._src.core.lowering.failures import LoweringFailedError, explain
 from pallaslab._src.records.lowered import Lowered, LoweringError
 from pallaslab._src.records.targets import DEFAULT_TPU_CHIP, Target
-
-if TYPE_CHECKING:
-    from pallaslab._src.core.lowering.context import LoweringContext
 
 
 def lower(lowerer: LoweringContext, target: Target) -> Lowered:

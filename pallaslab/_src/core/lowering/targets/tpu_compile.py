@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.lowering import sourcemap
 from pallaslab._src.core.lowering import tpu_compile as libtpu
+from pallaslab._src.core.lowering.context import LoweringContext
 from pallaslab._src.core.lowering.failures import (
     LoweringFailedError,
     check_tiling,
@@ -20,9 +19,6 @@ from pallaslab._src.core.lowering.resources import tpu_resources
 from pallaslab._src.records import Kernel
 from pallaslab._src.records.lowered import Lowered, LoweringError, Stage
 from pallaslab._src.records.targets import Target
-
-if TYPE_CHECKING:
-    from pallaslab._src.core.lowering.context import LoweringContext
 
 
 def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.lowering import triton_build
+from pallaslab._src.core.lowering.context import LoweringContext
 from pallaslab._src.core.lowering.failures import (
     LoweringFailedError,
     first_lines,
@@ -16,9 +15,6 @@ from pallaslab._src.core.lowering.resources import gpu_resources
 from pallaslab._src.records import Kernel
 from pallaslab._src.records.lowered import Lowered, LoweringError
 from pallaslab._src.records.targets import Target
-
-if TYPE_CHECKING:
-    from pallaslab._src.core.lowering.context import LoweringContext
 
 
 def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 
 from pallaslab._src.core import gpu_target_config, jax_adapter
 from pallaslab._src.core.lowering import xla_gpu, xla_gpu_lowering
+from pallaslab._src.core.lowering.context import LoweringContext
 from pallaslab._src.core.lowering.failures import LoweringFailedError, explain, first_lines
 from pallaslab._src.records import Kernel
 from pallaslab._src.records.lowered import Lowered, LoweringError
 from pallaslab._src.records.targets import Target
-
-if TYPE_CHECKING:
-    from pallaslab._src.core.lowering.context import LoweringContext
 
 
 def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:
