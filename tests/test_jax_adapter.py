@@ -1274,10 +1274,10 @@ class TestVersionShapes:
         import enum
         import types
 
-        from pallaslab._src.core.jax_adapter import kernels
+        from pallaslab._src.core.jax_adapter.kernels import convert
 
         def name(space):
-            return kernels._memory_space_name(types.SimpleNamespace(memory_space=space))
+            return convert._memory_space_name(types.SimpleNamespace(memory_space=space))
 
         class PallasMemorySpace(enum.Enum):  # 0.10: pl.HOST is Pallas' MemorySpace.HOST
             HOST = "host"
