@@ -33,7 +33,7 @@ class OperandMerit:
         index: The operand's index in `kernel.operands`.
         label: Its name.
         role: "in", "out", "scratch" or "prefetch".
-        access: How it reaches the kernel (see `tilemap.Access`).
+        access: How it reaches the kernel (see `operand_tiles.Access`).
         reads_min: Fewest programs whose block holds one element (0: never touched).
         reads_max: Most programs whose block holds one element.
         reads_mean: Programs per element, averaged over the array.

@@ -25,8 +25,11 @@ import numpy as np
 from pallaslab._src.base import messages
 from pallaslab._src.geometry import merit
 from pallaslab._src.geometry.accesses import AccessMap, BlockAccesses
-from pallaslab._src.geometry.tilemap import SCHEDULES, Coverage, OperandTiles, TileMap, shown_dims
-from pallaslab._src.records import Kernel, short_dtype
+from pallaslab._src.geometry.coverage import Coverage
+from pallaslab._src.geometry.grid import SCHEDULES
+from pallaslab._src.geometry.operand_tiles import OperandTiles
+from pallaslab._src.geometry.tilemap import TileMap
+from pallaslab._src.records import Kernel, Operand, short_dtype
 from pallaslab._src.views import fmt
 from pallaslab._src.views.contracts import (
     AccessesReply,
@@ -157,6 +160,31 @@ def sampled(array: np.ndarray, stride: Sequence[int]) -> np.ndarray:
     """A compact per-program array at every `stride[a]`-th program along each axis."""
     steps = zip(array.shape, stride, strict=True)
     return array[tuple(slice(None, None, s) if n > 1 else slice(None) for n, s in steps)]
+
+
+def shown_dims(operand: Operand) -> tuple[int | None, int | None, tuple[int, ...]]:
+    """Which array dimensions a picture shows as rows and columns; the rest are sliced.
+
+    1-D arrays are a strip (no row dimension); 2-D arrays show both. Higher ranks
+    show the last two dimensions the block does not squeeze (a squeezed dimension
+    is one element wide: a poor axis to draw), and slice the others.
+    """
+    rank = len(operand.shape)
+    if rank == 0:
+        return None, None, ()
+    if rank == 1:
+        return None, 0, ()
+    if rank == 2:
+        return 0, 1, ()
+    wide = [d for d, k in enumerate(operand.block_kinds) if k != "squeezed"]
+    picked = wide[-2:]
+    for d in range(rank - 1, -1, -1):  # too few: fill with the last dimensions
+        if len(picked) == 2:
+            break
+        if d not in picked:
+            picked.append(d)
+    rows, cols = sorted(picked)
+    return rows, cols, tuple(d for d in range(rank) if d not in (rows, cols))
 
 
 def operand_json(
