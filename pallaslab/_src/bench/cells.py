@@ -102,7 +102,7 @@ def tune_cell(
             space,
             ref=ref,
             name=name or call,
-            retune=retune,
-            live=live,
-            cache_key={"forced_interpret": bool(interpret)},
+            options=tune.TuneOptions(
+                retune=retune, live=live, cache_key={"forced_interpret": bool(interpret)}
+            ),
         )
