@@ -40,13 +40,8 @@ def bench_cell(
     point = sweep.Point("the cell's inputs", None, args, kwargs)
     baseline = ref if callable(ref) else None
     with running.forced_interpret(interpret):
-        return sweep.bench_points(
-            fn,
-            [point],
-            baseline,
-            live=live,
-            title=inspection.name + (" vs XLA" if baseline is not None else ""),
-        )
+        title = inspection.name + (" vs XLA" if baseline is not None else "")
+        return sweep.bench_points(fn, [point], baseline, sweep.SweepOptions(live=live, title=title))
 
 
 def tune_cell(
