@@ -148,6 +148,20 @@ def _jsonable(value: Any) -> Any:
     return value if isinstance(value, int | float | str | bool) or value is None else repr(value)
 
 
+# What a row copies from its timing, under the same names.
+_FROM_TIMING = (
+    "median_ms",
+    "p25_ms",
+    "p75_ms",
+    "min_ms",
+    "reps",
+    "compile_ms",
+    "mode",
+    "note",
+    "method",
+)
+
+
 def measured_row(
     impl: str,
     point: str,
@@ -165,21 +179,13 @@ def measured_row(
     return Row(
         impl=impl,
         point=point,
-        median_ms=timing.median_ms,
-        p25_ms=timing.p25_ms,
-        p75_ms=timing.p75_ms,
-        min_ms=timing.min_ms,
-        reps=timing.reps,
-        compile_ms=timing.compile_ms,
         flops=flops,
         bytes=nbytes,
         tflops=flops / seconds / 1e12 if seconds > 0 else math.nan,
         gbps=nbytes / seconds / 1e9 if seconds > 0 else math.nan,
         # A CPU interpret timing says nothing about a GPU's or TPU's roof.
         pct_of_peak=math.nan if on_cpu else roofline.pct_of_peak(work, seconds, *peaks),
-        mode=timing.mode,
-        note=timing.note,
-        method=timing.method,
+        **{name: getattr(timing, name) for name in _FROM_TIMING},
         **fields,
     )
 
