@@ -36,10 +36,7 @@ def _bits(dtype: str) -> int:
 
 
 def _location(operand: Operand) -> SourceLocation | None:
-    index_map = operand.index_map
-    if index_map is None or not index_map.source_file:
-        return None
-    return SourceLocation(index_map.source_file, index_map.source_line)
+    return operand.blockspec_location
 
 
 def _needs_tiling(operand: Operand) -> bool:
