@@ -20,7 +20,7 @@ import pytest
 from IPython.utils.capture import capture_output
 
 import pallaslab
-from pallaslab._src.bench import harness, tune
+from pallaslab._src.bench import harness, trial, tune, tunekeys
 from pallaslab._src.core import programs
 
 
@@ -150,20 +150,20 @@ def test_the_key_is_what_was_traced_and_the_reference():
 
     x = jnp.ones((64,), jnp.float32)
     built = tune.Built(build(2.0), (x,))
-    traced = tune._trace(built)
-    again = tune._trace(tune.Built(build(2.0), (x,)))  # traced anew: the same program
-    other = tune._trace(tune.Built(build(3.0), (x,)))
-    ref = tune._reference_digest(lambda x: 2 * x, built)
-    key = tune._entry_key({"SCALE": 2.0}, traced, ref)
-    assert key == tune._entry_key({"SCALE": 2.0}, again, ref)
-    assert key != tune._entry_key({"SCALE": 2.0}, other, ref)
-    assert key != tune._entry_key({"SCALE": 2.0}, traced, tune._reference_digest(None, built))
-    assert ref != tune._reference_digest(lambda x: x + x, built)
+    traced = trial.trace_config(built)
+    again = trial.trace_config(tune.Built(build(2.0), (x,)))  # traced anew: the same program
+    other = trial.trace_config(tune.Built(build(3.0), (x,)))
+    ref = tunekeys.reference_digest(lambda x: 2 * x, built)
+    key = tunekeys.entry_key({"SCALE": 2.0}, traced, ref)
+    assert key == tunekeys.entry_key({"SCALE": 2.0}, again, ref)
+    assert key != tunekeys.entry_key({"SCALE": 2.0}, other, ref)
+    assert key != tunekeys.entry_key({"SCALE": 2.0}, traced, tunekeys.reference_digest(None, built))
+    assert ref != tunekeys.reference_digest(lambda x: x + x, built)
     # Untraceable references are keyed on their values; constant ones too.
-    numpy_ref = tune._reference_digest(lambda x: np.asarray(x) * 2, built)
+    numpy_ref = tunekeys.reference_digest(lambda x: np.asarray(x) * 2, built)
     assert numpy_ref.startswith("values:")
-    assert numpy_ref == tune._reference_digest(np.full((64,), 2.0, np.float32), built)
-    file_key = tune._cache_key(built, _context())
+    assert numpy_ref == tunekeys.reference_digest(np.full((64,), 2.0, np.float32), built)
+    file_key = tunekeys.file_key(built, _context())
     assert {"inputs", "device", "backend", "jax", "jaxlib", "pallaslab"} <= set(file_key)
     assert file_key["inputs"] == [[[64], "float32"]]
     assert file_key["jaxlib"]
@@ -176,8 +176,8 @@ def test_closed_over_constants_are_part_of_the_key():
         return jax.jit(lambda x: x + jnp.asarray(values))
 
     x = jnp.ones((64,), jnp.float32)
-    a = tune._trace(tune.Built(program(table), (x,)))
-    b = tune._trace(tune.Built(program(table + 1), (x,)))
+    a = trial.trace_config(tune.Built(program(table), (x,)))
+    b = trial.trace_config(tune.Built(program(table + 1), (x,)))
     assert programs.fingerprint(a) != programs.fingerprint(b)
 
 

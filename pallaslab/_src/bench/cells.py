@@ -40,13 +40,8 @@ def bench_cell(
     point = sweep.Point("the cell's inputs", None, args, kwargs)
     baseline = ref if callable(ref) else None
     with running.forced_interpret(interpret):
-        return sweep.bench_points(
-            fn,
-            [point],
-            baseline,
-            live=live,
-            title=inspection.name + (" vs XLA" if baseline is not None else ""),
-        )
+        title = inspection.name + (" vs XLA" if baseline is not None else "")
+        return sweep.bench_points(fn, [point], baseline, sweep.SweepOptions(live=live, title=title))
 
 
 def tune_cell(
@@ -102,7 +97,7 @@ def tune_cell(
             space,
             ref=ref,
             name=name or call,
-            retune=retune,
-            live=live,
-            cache_key={"forced_interpret": bool(interpret)},
+            options=tune.TuneOptions(
+                retune=retune, live=live, cache_key={"forced_interpret": bool(interpret)}
+            ),
         )

@@ -52,7 +52,7 @@ class Plan:
 
 
 class Observer(Protocol):
-    """Receives a sweep's progress. Rows are plain JSON dicts (see `sweep.Row.to_json`)."""
+    """Receives a sweep's progress. Rows are plain JSON dicts (see `rows.Row.to_json`)."""
 
     def begin(self, plan: Plan) -> None:
         """Called once, before the first measurement."""

@@ -5,7 +5,7 @@ its figures of merit, the kernel body's matrix products (from its jaxpr), masked
 loads and stores of a few programs (the body interpreted lane by lane), the TPU's
 VMEM layout and (8, 128) checks, and a GPU compile's resources when one is at hand
 (or asked for with `target=`). The rules themselves are NumPy only:
-`geometry/hints.py`.
+`geometry/hints/`.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def natural_target(kernel: Kernel, backend: str = "", chip: Chip | None = None) 
     Triton kernels: "triton" (TTIR); Mosaic GPU kernels: "mosaic-gpu"; TPU kernels:
     "mosaic-tpu:<chip>". A kernel without compiler params is a Triton kernel when it
     uses Triton-only primitives (masked loads, atomics); else it is written for the
-    chip asked for, or the backend at hand (`tilemap.schedule_of`: the TPU's unless
+    chip asked for, or the backend at hand (`grid.schedule_of`: the TPU's unless
     on a GPU, where JAX's default is Mosaic GPU).
     """
     tpu_chip = chip.name if isinstance(chip, hardware.Tpu) else DEFAULT_TPU_CHIP

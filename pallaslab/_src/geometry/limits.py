@@ -6,7 +6,7 @@ is a trillion programs: materialising that runs out of memory before anything is
 shown. Everything that enumerates programs checks `MAX_PROGRAMS` first and raises
 `GridTooLargeError` (a `ValueError`) saying what it could not do; tile maps and
 block checks stay exact on large grids by computing only along the grid axes an
-index map depends on (`tilemap.open_grid`).
+index map depends on (`grid.open_grid`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ bound by memory or by arithmetic on a given chip.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 
@@ -33,7 +33,7 @@ class OperandMerit:
         index: The operand's index in `kernel.operands`.
         label: Its name.
         role: "in", "out", "scratch" or "prefetch".
-        access: How it reaches the kernel (see `tilemap.Access`).
+        access: How it reaches the kernel (see `operand_tiles.Access`).
         reads_min: Fewest programs whose block holds one element (0: never touched).
         reads_max: Most programs whose block holds one element.
         reads_mean: Programs per element, averaged over the array.
@@ -206,7 +206,6 @@ def kernel_merit(tiles: TileMap, schedule: str | None = None) -> KernelMerit:
                 buffers=buffers,
             )
         )
-    flops, transcendentals, source, exact = _flops(tiles)
     return KernelMerit(
         kernel=kernel.name,
         schedule=chosen,
@@ -216,10 +215,7 @@ def kernel_merit(tiles: TileMap, schedule: str | None = None) -> KernelMerit:
         min_hbm_bytes=sum(o.min_bytes for o in operands),
         working_set_bytes=working_set,
         smem_bytes=smem,
-        flops=flops,
-        transcendentals=transcendentals,
-        flops_source=source,
-        flops_exact=exact,
+        **_flops(tiles),
         compute_dtype=_compute_dtype(tiles),
         vmem_limit_bytes=_vmem_limit(tiles),
         matmul=_matmul(tiles),
@@ -243,14 +239,33 @@ def _vmem_limit(tiles: TileMap) -> int | None:
     return None
 
 
-def _flops(tiles: TileMap) -> tuple[int | None, int | None, str, bool]:
+class _Flops(TypedDict):
+    """A kernel's work as `KernelMerit` holds it (see its attributes)."""
+
+    flops: int | None
+    transcendentals: int | None
+    flops_source: str
+    flops_exact: bool
+
+
+def _flops(tiles: TileMap) -> _Flops:
     """Counted work when it is exact; else the declared estimate; else the count."""
     work, declared = tiles.kernel.work, tiles.kernel.cost_estimate
     if work is not None and (work.exact or declared is None):
-        return work.flops, work.transcendentals, "counted", work.exact
+        return _Flops(
+            flops=work.flops,
+            transcendentals=work.transcendentals,
+            flops_source="counted",
+            flops_exact=work.exact,
+        )
     if declared is not None:
-        return declared.flops, declared.transcendentals, "declared", True
-    return None, None, "", False
+        return _Flops(
+            flops=declared.flops,
+            transcendentals=declared.transcendentals,
+            flops_source="declared",
+            flops_exact=True,
+        )
+    return _Flops(flops=None, transcendentals=None, flops_source="", flops_exact=False)
 
 
 def _compute_dtype(tiles: TileMap) -> str:

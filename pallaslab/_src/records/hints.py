@@ -3,7 +3,7 @@
 A `Hint` is one piece of advice tied to a source line, with the figures behind it
 and the chip it assumes. `DotInfo` and `MaskUse` are facts the core reads from a
 kernel (its matrix products, its masked loads and stores) for the rules in
-`geometry/hints.py`. Only Python values here (no JAX).
+`geometry/hints/`. Only Python values here (no JAX).
 """
 
 from __future__ import annotations

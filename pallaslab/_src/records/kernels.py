@@ -124,6 +124,14 @@ class Operand:
         """A short human name: the parameter name, else role and position."""
         return self.name or f"{self.role}{self.position}"
 
+    @property
+    def blockspec_location(self) -> SourceLocation | None:
+        """The line of the operand's BlockSpec (its index map), when known."""
+        index_map = self.index_map
+        if index_map is None or not index_map.source_file:
+            return None
+        return SourceLocation(index_map.source_file, index_map.source_line)
+
 
 def _itemsize(dtype: str) -> int:
     try:

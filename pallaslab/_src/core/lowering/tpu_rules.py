@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 
-from pallaslab._src.geometry.hints import blockspec_line
 from pallaslab._src.records import Kernel, Operand
 from pallaslab._src.records.lowered import BlockVmem, TilingProblem
 
@@ -54,7 +53,7 @@ def tiling_problems(kernel: Kernel) -> list[TilingProblem]:
         problem = _check(operand)
         if problem is not None:
             message, hint = problem
-            problems.append(TilingProblem(operand.label, message, hint, blockspec_line(operand)))
+            problems.append(TilingProblem(operand.label, message, hint, operand.blockspec_location))
     return problems
 
 

@@ -1,0 +1,120 @@
+"""What the hint rules read of one kernel (`HintInputs`), and what every rule uses.
+
+A rule turns figures into a `Hint` with `make_hint`, placed on the line to change
+(`call_line`, `Operand.blockspec_location`), with figures in words (`format_bytes`,
+`shape_text`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from pallaslab._src.geometry.merit import Chip, KernelMerit
+from pallaslab._src.geometry.tilemap import TileMap
+from pallaslab._src.records import Kernel, Operand, SourceLocation, hardware
+from pallaslab._src.records.hints import DotInfo, FigureValue, Hint, MaskUse, Severity
+from pallaslab._src.records.lowered import BlockVmem, GpuResources, Occupancy, TilingProblem
+
+
+@dataclasses.dataclass(frozen=True)
+class HintInputs:
+    """What the rules read about one kernel.
+
+    Attributes:
+        kernel: The kernel.
+        chip: The chip the hints assume.
+        merit: Its figures of merit (None when the tile map could not be built).
+        tiles: Its tile map (for the grid axes along which blocks repeat).
+        dots: Its matrix products.
+        gpu: A GPU compile's registers, shared memory and occupancy, if at hand.
+        vmem_blocks: The VMEM its blocks take laid out in (8, 128) tiles (TPU).
+        tiling_problems: Blocks breaking the TPU (8, 128) rule.
+        masks: Masked loads and stores, over a sample of programs.
+        blocks_in_global: Whether blocks are windows into global memory that the
+            body loads from (Triton), rather than copies in VMEM / shared memory.
+    """
+
+    kernel: Kernel
+    chip: Chip
+    merit: KernelMerit | None = None
+    tiles: TileMap | None = None
+    dots: tuple[DotInfo, ...] = ()
+    gpu: GpuResources | None = None
+    vmem_blocks: tuple[BlockVmem, ...] = ()
+    tiling_problems: tuple[TilingProblem, ...] = ()
+    masks: tuple[MaskUse, ...] = ()
+    blocks_in_global: bool = False
+
+
+def make_hint(  # noqa: PLR0917 - every rule passes the same six, in this order
+    inputs: HintInputs,
+    rule: str,
+    severity: Severity,
+    message: str,
+    location: SourceLocation | None,
+    figures: Sequence[tuple[str, FigureValue]],
+) -> Hint:
+    kernel = inputs.kernel
+    return Hint(
+        id=rule,
+        severity=severity,
+        message=message,
+        location=location or call_line(kernel),
+        figures=tuple((name, _figure(value)) for name, value in figures),
+        chip=inputs.chip.name,
+        kernel=kernel.name,
+        kernel_index=kernel.index,
+    )
+
+
+def _figure(value: FigureValue) -> FigureValue:
+    return round(value, 4) if isinstance(value, float) else value
+
+
+def is_tpu(inputs: HintInputs) -> bool:
+    return isinstance(inputs.chip, hardware.Tpu)
+
+
+def call_line(kernel: Kernel) -> SourceLocation | None:
+    """Where the grid is set, as near as is known.
+
+    The pallas_call's line when JAX knows where it ran, else the first BlockSpec's
+    (an argument of the same call), else the kernel's def line.
+    """
+    if kernel.call_site is not None:
+        return kernel.call_site
+    for operand in kernel.operands:
+        found = operand.blockspec_location
+        if found is not None:
+            return found
+    return kernel.source
+
+
+def format_bytes(count: float) -> str:
+    amount = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if amount < 1024 or unit == "GiB":
+            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.3g} {unit}"
+        amount /= 1024
+    return f"{count} B"  # pragma: no cover
+
+
+def shape_text(dims: Sequence[int | None]) -> str:
+    inner = ", ".join("None" if d is None else str(d) for d in dims)
+    return f"({inner},)" if len(dims) == 1 else f"({inner})"
+
+
+def pipelined_operands(kernel: Kernel) -> list[Operand]:
+    return [
+        o
+        for o in kernel.operands
+        if o.role in ("in", "out") and not o.scalar_prefetch and o.index_map is not None
+    ]
+
+
+def occupancy_row(inputs: HintInputs) -> Occupancy | None:
+    gpu = inputs.gpu
+    if gpu is None or not gpu.occupancy:
+        return None
+    return next((o for o in gpu.occupancy if o.gpu == inputs.chip.name), None)

@@ -1,0 +1,89 @@
+"""The Tiles tab's model: every kernel's data, computed once per inspection."""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import TYPE_CHECKING
+
+from pallaslab._src.base import messages
+from pallaslab._src.geometry.tilemap import TileMap
+from pallaslab._src.records import Kernel
+from pallaslab._src.views.contracts import TilesKernel, TilesKernelError, TilesPane
+from pallaslab._src.views.tilesdata.kernel import PANE_BYTES, kernel_json
+
+if TYPE_CHECKING:
+    from pallaslab._src.core.inspection import Inspection
+
+# A kernel's share of it never goes below this (many kernels in one cell).
+MIN_KERNEL_BYTES = 96 << 10
+
+
+# The Tiles pane and the static page both need each kernel's map and data, which
+# take seconds on grids of millions of programs: computed once per inspection.
+_recent: weakref.WeakKeyDictionary[Inspection, dict[int, tuple[TileMap, TilesKernel]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def kernel_data(inspection: Inspection, index: int) -> tuple[TileMap, TilesKernel]:
+    """A kernel's tile map and `kernel_json` (its share of the pane's budget), cached.
+
+    Raises:
+        ValueError: When the kernel has no tile map (e.g. a grid sized at run time).
+    """
+    cached = _recent.setdefault(inspection, {})
+    if index not in cached:
+        share = max(MIN_KERNEL_BYTES, PANE_BYTES // max(1, len(inspection.kernels)))
+        tiles = inspection.tiles(index)
+        cached[index] = (tiles, kernel_json(tiles, share))
+    return cached[index]
+
+
+def forget(inspection: Inspection) -> None:
+    """Drops what `kernel_data` keeps of an inspection (for benchmarks that time it)."""
+    _recent.pop(inspection, None)
+
+
+# Kernels whose blocks vary over more programs than this get no static picture (it is
+# made at display time, and counting millions of blocks takes seconds).
+STATIC_MAX_BLOCKS = 1 << 20
+
+
+def blocks_at_most(kernel: Kernel) -> int:
+    """An upper bound on the distinct blocks of an operand: the programs its map reads."""
+    return max(
+        (
+            math.prod(kernel.grid[a] for a in o.index_map.grid_args_used())
+            for o in kernel.operands
+            if o.index_map is not None and o.index_map.evaluable
+        ),
+        default=1,
+    )
+
+
+def payload(inspection: Inspection, *, static: bool = False) -> TilesPane:
+    """The Tiles tab's model: one entry per kernel (or why it has no tile map).
+
+    `static`: as saved notebooks show it, kernels with millions of blocks left out
+    (counting them takes seconds at display time, for a picture only a saved notebook
+    shows; the live tab counts them when opened).
+    """
+    kernels: list[TilesKernel | TilesKernelError] = []
+    for kernel in inspection.kernels:
+        if static and blocks_at_most(kernel) > STATIC_MAX_BLOCKS:
+            kernels.append(
+                {
+                    "index": kernel.index,
+                    "name": kernel.name,
+                    "error": f"{kernel.num_programs:,} programs, each with blocks of its own; "
+                    "the Tiles tab draws them when opened (not kept in saved notebooks).",
+                }
+            )
+            continue
+        try:
+            kernels.append(kernel_data(inspection, kernel.index)[1])
+        except (ValueError, IndexError) as error:
+            text = messages.error_text(error)
+            kernels.append({"index": kernel.index, "name": kernel.name, "error": text})
+    return {"kernels": kernels}
