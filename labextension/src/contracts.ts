@@ -840,6 +840,7 @@ export interface IBenchPlan {
   peak_flops: number;
   peak_bandwidth: number;
   peak_label: string;
+  baseline: number;
 }
 
 /** One measurement: one implementation at one point (None: not measured). */

@@ -336,7 +336,14 @@ class SweepContext:
 
 
 def sweep_context(
-    chip: str | None, title: str, *, kind: str, total: int, x_label: str, dtype: str = "float32"
+    chip: str | None,
+    title: str,
+    *,
+    kind: str,
+    total: int,
+    x_label: str,
+    dtype: str = "float32",
+    baseline: int = 0,
 ) -> SweepContext:
     """The plan of a sweep: backend, device, the chip's roof for `dtype`, the CPU label."""
     backend = jax.default_backend()
@@ -359,6 +366,7 @@ def sweep_context(
             if found
             else ""
         ),
+        baseline=baseline,
     )
     return SweepContext(plan, found)
 

@@ -1017,6 +1017,8 @@ class BenchPlan(TypedDict):
     peak_flops: float
     peak_bandwidth: float
     peak_label: str
+    #: Measurements of `total` that are no config: a tuning run's XLA baseline.
+    baseline: int
 
 
 class BenchRow(TypedDict):
