@@ -59,7 +59,8 @@ def diff_pane(diff: Diff) -> DiffPane:
 def _groups(deltas: tuple[Delta, ...]) -> list[DiffGroup]:
     groups: list[DiffGroup] = []
     for group in GROUPS:
-        found = [d for d in deltas if d.group == group]
+        # A figure neither side has (bundles without a TPU compile) says nothing.
+        found = [d for d in deltas if d.group == group and (d.a, d.b) != (None, None)]
         shown = [d for d in found if d.changed or group not in _CHANGES_ONLY]
         if not found:
             continue
