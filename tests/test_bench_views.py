@@ -227,3 +227,34 @@ def test_check_results_display_with_their_heatmap():
     assert bundle["text/plain"].startswith("check of")
     assert "<img src=x" not in bundle["text/html"]
     assert record_bundle(object()) is None
+
+
+def test_a_tuning_run_counts_its_configs_not_the_xla_baseline():
+    from pallaslab._src.views.benchview import summary_text
+
+    tuning = plan(kind="tune", x_label="config", total=5, baseline=1).to_json()
+    assert summary_text(tuning, [], {"state": "finished", "done": 5, "total": 5}).startswith(
+        "matmul vs XLA: finished (4/4 configs)"
+    )
+    assert "(2/4 configs)" in static_html(tuning, [], {"state": "running", "done": 2, "total": 5})
+    # A sweep counts every measurement, XLA's included.
+    assert "(3/4)" in summary_text(
+        plan().to_json(), [], {"state": "running", "done": 3, "total": 4}
+    )
+
+
+def test_one_point_is_drawn_as_bars_not_as_an_axis_of_sizes():
+    from matplotlib.figure import Figure
+
+    rows = [
+        row("pallas", 0, 2.0, point="the cell's inputs", x=None, size=None),
+        row("xla", 0, 1.0, point="the cell's inputs", x=None, size=None),
+    ]
+    ax = Figure().subplots()
+    benchplot._metric_axes(ax, plan().to_json(), rows, "time")
+    heights = sorted(round(p.get_height(), 3) for p in ax.patches)
+    assert heights == [1.0, 2.0]
+    assert ax.get_xlabel() == ""
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["the cell's inputs"]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["pallas", "xla"]

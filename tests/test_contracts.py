@@ -241,3 +241,16 @@ def test_the_checker_catches_what_typescript_would_not_expect():
     ]
     assert violations({"label": "x", "line": "1"}, contracts.Location)
     assert violations([1, 2], contracts.SourceMapEntry)
+
+
+def test_the_diff_view_conforms():
+    from pallaslab._src.views.diffview import DiffView
+
+    case = corpus.seed_matmul()
+    small = pallaslab.inspect(corpus.make_seed_matmul(64, 64, 32), *case.args)
+    large = pallaslab.inspect(corpus.make_seed_matmul(128, 128, 32), *case.args)
+    view = DiffView(pallaslab.diff(small, large, resources=False))
+    check(view.header, contracts.Header)
+    check(view.tabs, list[contracts.TabInfo])
+    check(view.pane_diff, contracts.DiffPane)
+    assert view.pane_diff["irs"][0]["rows"]

@@ -470,3 +470,84 @@ def test_magic_diff_without_a_previous_inspection_keeps_the_cell(ip):
     assert "--diff: _nothing holds nothing, not an inspection" in captured.stderr
     bad, _ = run(ip, "add(x, y) --diff 1x", CELL.format(block=128))
     assert "--diff takes the Python name" in str(bad.error_in_exec)
+
+
+# --- The Diff tab: one view model, drawn live and saved ------------------------------
+
+
+def long_diff(lines: int, every: int) -> Diff:
+    """An IR of `lines` lines where every `every`-th line changed."""
+    pairs = tuple(
+        LinePair("replace", k, k, f"%{k} = old {'x' * 200}", f"%{k} = new")
+        if k % every == 0
+        else LinePair("equal", k, k, f"%{k} = same", f"%{k} = same")
+        for k in range(1, lines + 1)
+    )
+    ir = IrDiff("Triton IR", "triton", "triton", "mlir", pairs)
+    return Diff("a", "b", "k", "k", "H100", irs=(ir,))
+
+
+def test_the_diff_tab_draws_changes_with_context_and_counts_the_rest():
+    from pallaslab._src.views.diffmodel import CONTEXT, diff_pane
+
+    model = diff_pane(long_diff(100, 50))
+    (ir,) = model["irs"]
+    ops = [r["op"] for r in ir["rows"]]
+    # Line 50 and 100 changed: 3 equal lines around each, the rest gaps.
+    around = ["equal"] * CONTEXT
+    assert ops == ["gap", *around, "replace", *around, "gap", *around, "replace"]
+    assert [r["hidden"] for r in ir["rows"] if r["op"] == "gap"] == [46, 43]
+    assert (ir["changed"], ir["lines"], ir["more"]) == (2, 100, 0)
+    changed = ir["rows"][CONTEXT + 1]
+    assert (changed["aLine"], changed["bLine"], changed["bText"]) == (50, 50, "%50 = new")
+
+
+def test_a_long_diff_stays_far_under_the_message_limit():
+    from pallaslab._src.views.diffmodel import IR_CHARS, diff_pane
+    from pallaslab._src.views.diffview import DiffView
+    from pallaslab._src.views.inspector import MAX_PANE_BYTES, json_size
+
+    found = long_diff(60_000, 2)  # 30,000 changed lines of 200+ characters
+    model = diff_pane(found)
+    (ir,) = model["irs"]
+    drawn = sum(r["op"] == "replace" for r in ir["rows"])
+    assert drawn + ir["more"] == 30_000 and ir["more"] > 0
+    assert sum(len(r["aText"]) + len(r["bText"]) for r in ir["rows"]) < IR_CHARS + 2_000
+    assert json_size(DiffView(found).pane_diff) < MAX_PANE_BYTES
+    page = diffview.static_html(found)
+    assert f"… {ir['more']} more changed lines" in page
+
+
+def test_figures_are_grouped_and_judged(two_configs):
+    from pallaslab._src.views.diffmodel import diff_pane
+
+    _, _, found = two_configs
+    model = diff_pane(found)
+    titles = [g["title"] for g in model["groups"]]
+    assert titles == ["Kernel", "Figures of merit"]  # no config, no run, no timing
+    kernel = next(g for g in model["groups"] if g["id"] == "kernel")
+    # The kernel group lists what changed only: blocks and grid, not the dtypes.
+    assert {f["name"] for f in kernel["figures"]} >= {"grid", "block a_ref", "block b_ref"}
+    assert all(f["changed"] for f in kernel["figures"]) and kernel["unchanged"] > 0
+    merit = {
+        f["name"]: f for f in next(g for g in model["groups"] if g["id"] == "tiles")["figures"]
+    }
+    # 128x128 blocks read A and B half as often: less HBM traffic is better.
+    assert merit["HBM traffic"]["verdict"] == "better"
+    assert merit["working set"]["changed"] and merit["programs"]["verdict"] == ""
+    assert model["summary"] == found.summary
+
+
+def test_a_diff_shows_as_the_inspector_front_end_with_one_diff_tab(two_configs):
+    from pallaslab._src.views.diffview import DiffView
+    from pallaslab._src.views.inspector import Inspector
+
+    _, _, found = two_configs
+    view = DiffView(found)
+    assert view._esm == Inspector._esm
+    assert view.tabs == [{"id": "diff", "title": "Diff"}] and view.selected == "diff"
+    assert view.header["badges"] == [f"kernel {found.a_kernel}", f"figures for {found.chip}"]
+    assert view.pane_diff["summary"] == found.summary
+    bundle = found._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"] == found.text()

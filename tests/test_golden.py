@@ -220,3 +220,53 @@ def test_a_change_to_the_page_is_a_difference(request, added, monkeypatch):
     assert normalise(static_page(added)) != golden
     # Times are normalised: another run's time is no difference.
     assert normalise("Ran on cpu in 1.5 ms.") == normalise("Ran on cpu in 22 us.")
+
+
+def test_the_diff_tab(request):
+    # From a fixed record (the IR text is the compiler's, which moves); the source
+    # links point into golden_kernels.py, whose lines are pinned with the goldens.
+    from pallaslab._src.records.diffs import Delta, Diff, IrDiff, LinePair
+    from pallaslab._src.views.diffview import static_html
+
+    file = kernels.__file__
+    line = kernels.add_kernel.__code__.co_firstlineno + 1
+    found = Diff(
+        a_name="_kernel",
+        b_name="this cell",
+        a_kernel="add_kernel",
+        b_kernel="add_kernel",
+        chip="v5e",
+        deltas=(
+            Delta("config", "BLOCK", 128, 256),
+            Delta("kernel", "grid", "(8,)", "(4,)"),
+            Delta("kernel", "target", "mosaic-tpu:v5e", "mosaic-tpu:v5e"),
+            Delta("resources", "VMEM", 3072, 6144, unit="B", better="lower", headline=True),
+            Delta("tiles", "HBM traffic", 12288, 12288, unit="B", better="lower", headline=True),
+            Delta("check", "check", "matches", "matches", headline=True),
+            Delta("timing", "time", 1.0, 0.5, unit="ms", better="lower", headline=True),
+        ),
+        irs=(
+            IrDiff(
+                title="Mosaic TPU",
+                a_target="mosaic-tpu:v5e",
+                b_target="mosaic-tpu:v5e",
+                language="mlir",
+                pairs=(
+                    *(LinePair("equal", k, k, f"%{k} = x", f"%{k} = x") for k in range(1, 9)),
+                    LinePair(
+                        "replace",
+                        9,
+                        9,
+                        "%9 = vector.load %a : vector<128xf32>",
+                        "%9 = vector.load %a : vector<256xf32>",
+                        ((file, line),),
+                        ((file, line),),
+                    ),
+                    LinePair("insert", None, 10, "", "scf.yield"),
+                    LinePair("equal", 10, 11, "return", "return"),
+                ),
+            ),
+        ),
+        notes=("registers need a PTX compile",),
+    )
+    check_golden(request, "diff.html", static_html(found))

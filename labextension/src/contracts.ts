@@ -4,6 +4,8 @@
 
 export type TabId = 'overview' | 'source' | 'jaxpr' | 'tiles' | 'ir' | 'run';
 
+export type PaneId = 'overview' | 'source' | 'jaxpr' | 'tiles' | 'ir' | 'run' | 'diff';
+
 export type Role = 'in' | 'out' | 'scratch' | 'prefetch';
 
 export type SourceMapEntry = [number, number, number];
@@ -57,6 +59,7 @@ export interface IHeader {
   mode: string;
   kernels: IHeaderKernel[];
   check: boolean | null;
+  badges?: string[];
 }
 
 /** What went wrong, as the banner shows it. */
@@ -69,7 +72,7 @@ export interface IProblemModel {
 
 /** One tab of the bar. */
 export interface ITabInfo {
-  id: TabId;
+  id: PaneId;
   title: string;
 }
 
@@ -738,7 +741,73 @@ export interface IRunPane {
   message: string;
 }
 
-export type Pane = IOverviewPane | ISourcePane | IJaxprPane | ITilesPane | IIrPane | IRunPane | IErrorPane;
+/** A source line an IR line comes from, with its text (shown on hover). */
+export interface IDiffSource {
+  label: string;
+  line: number;
+  text: string;
+}
+
+/** One row of two aligned texts; a `gap` row stands for equal lines not drawn. */
+export interface IDiffRow {
+  op: 'equal' | 'replace' | 'delete' | 'insert' | 'gap';
+  aLine: number | null;
+  bLine: number | null;
+  aText: string;
+  bText: string;
+  aSources: IDiffSource[];
+  bSources: IDiffSource[];
+  hidden: number;
+}
+
+/** One IR of both sides, aligned: the changed rows with a few equal ones around. */
+export interface IDiffIr {
+  title: string;
+  aTarget: string;
+  bTarget: string;
+  language: string;
+  description: string;
+  aError: string;
+  bError: string;
+  changed: number;
+  lines: number;
+  rows: IDiffRow[];
+  more: number;
+}
+
+/** One figure on both sides, as people read it. */
+export interface IDiffFigure {
+  name: string;
+  a: string;
+  b: string;
+  change: string;
+  changed: boolean;
+  verdict: 'better' | 'worse' | '';
+  note: string;
+}
+
+/** Figures of one kind: config, kernel, resources, figures of merit, check, timing. */
+export interface IDiffGroup {
+  id: string;
+  title: string;
+  figures: IDiffFigure[];
+  unchanged: number;
+}
+
+/** The Diff tab: the summary line, the figures by group, the IRs side by side. */
+export interface IDiffPane {
+  aName: string;
+  bName: string;
+  aKernel: string;
+  bKernel: string;
+  chip: string;
+  summary: string;
+  groups: IDiffGroup[];
+  irs: IDiffIr[];
+  notes: string[];
+}
+
+export type Pane = IOverviewPane | ISourcePane | IJaxprPane | ITilesPane | IIrPane | IRunPane | IDiffPane | IErrorPane;
 
 export type TabRequestBody = IHintsRequest | IAccessesRequest | IIrLowerRequest | IIrChunkRequest | ITextRequest;
 
@@ -746,14 +815,14 @@ export type TabReply = IHintsModel | IAccessesReply | IIrLoweredReply | IIrChunk
 
 /** A tab's request, from the widget to Python (a custom widget message). */
 export interface ITabRequestMessage {
-  tab: TabId;
+  tab: PaneId;
   id: number;
   body: TabRequestBody;
 }
 
 /** Python's reply, carrying the request's id. */
 export interface ITabReplyMessage {
-  tab: TabId;
+  tab: PaneId;
   id: number | null;
   reply: TabReply;
 }
@@ -771,6 +840,7 @@ export interface IBenchPlan {
   peak_flops: number;
   peak_bandwidth: number;
   peak_label: string;
+  baseline: number;
 }
 
 /** One measurement: one implementation at one point (None: not measured). */

@@ -17,6 +17,8 @@ from jax.experimental import pallas as pl
 from playwright.sync_api import expect
 
 import pallaslab
+from pallaslab._src.records.diffs import Diff
+from pallaslab._src.views import diffview
 from pallaslab._src.views.inspector import Inspector
 from tests import corpus
 from tests.browser.conftest import JupyterServer, screenshot
@@ -49,9 +51,20 @@ def evil_copy():
     return pallaslab.inspect(fn, corpus.f32(256))
 
 
-def output_of(inspection) -> dict[str, Any]:
+def two_block_sizes():
+    """`pallaslab.diff` of the seed matmul with 64x64 and 128x128 blocks."""
+    args = corpus.seed_matmul(256, 256, 128).args
+    small = pallaslab.inspect(corpus.make_seed_matmul(64, 64, 32), *args)
+    large = pallaslab.inspect(corpus.make_seed_matmul(128, 128, 32), *args)
+    return pallaslab.diff(small, large, resources=False)
+
+
+def output_of(shown) -> dict[str, Any]:
     """The cell output a kernel would have saved: the widget's view and its fallbacks."""
-    data, metadata = Inspector(inspection)._repr_mimebundle_()
+    if isinstance(shown, Diff):
+        data, metadata = diffview.bundle(shown), {}
+    else:
+        data, metadata = Inspector(shown)._repr_mimebundle_()
     return {"output_type": "display_data", "data": data, "metadata": metadata}
 
 
@@ -81,7 +94,9 @@ def write_saved_notebook(path, inspections) -> None:
 
 @pytest.fixture(scope="module")
 def saved(jupyter: JupyterServer, module_page: Any) -> Any:
-    write_saved_notebook(jupyter.root / NOTEBOOK, [checked_matmul(), evil_copy()])
+    write_saved_notebook(
+        jupyter.root / NOTEBOOK, [checked_matmul(), evil_copy(), two_block_sizes()]
+    )
     page = module_page
     open_in_lab(page, jupyter, NOTEBOOK)
     first = page.locator(".jp-OutputArea-output .pallaslab-static").first
@@ -142,3 +157,22 @@ def test_user_strings_stay_text(saved):
     expect(evil.locator(".pl-kernel-name").first).to_have_text(XSS)
     assert no_injected_markup(page) == {"pwned": None, "images": 0, "scripts": 0}
     assert page.errors.ours() == []
+
+
+def test_a_saved_diff_reads_as_its_tab(saved):
+    view = saved.locator(".jp-OutputArea-output .pallaslab-diff").first
+    view.scroll_into_view_if_needed()
+    expect(view).to_be_visible()
+    assert view.evaluate("e => getComputedStyle(e).borderTopStyle") == "solid"
+    summary = view.locator(":scope > p").first
+    expect(summary).to_contain_text("HBM traffic")
+    assert summary.evaluate("e => getComputedStyle(e).fontWeight") == "600"
+    ir = view.locator("details.pl-diff-ir[open]").first
+    changed = ir.locator("tr.pl-diff-replace").first
+    expect(changed.locator("td")).to_have_count(6)
+    tints = [
+        changed.locator("td").nth(k).evaluate("e => getComputedStyle(e).backgroundColor")
+        for k in (2, 5)
+    ]
+    assert tints == ["rgb(255, 235, 233)", "rgb(218, 251, 225)"], tints
+    screenshot(saved, "static-view-diff")

@@ -205,8 +205,10 @@ function metricPlot(
     'data-metric': metric
   });
   const pointRows = rows.filter(r => !(tune && r.impl === 'xla'));
+  // One point (a sweep over the cell's own inputs) is no axis: bars, side by side.
+  const single = singlePoint(plan, pointRows);
   const categorical =
-    tune || pointRows.some(r => r.x === null || r.x === undefined);
+    tune || single || pointRows.some(r => r.x === null || r.x === undefined);
   const points = [...new Set(pointRows.map(r => r.point))];
   const measured = rows.filter(
     r => isFinite(value(r, key)) && value(r, key) > 0
@@ -257,7 +259,7 @@ function metricPlot(
   }
   const yLo = ys.length ? Math.min(...ys) : 1;
   const yHi = ys.length ? Math.max(...ys) : 10;
-  const yLog = yLo > 0 && yHi / yLo > 20;
+  const yLog = !single && yLo > 0 && yHi / yLo > 20;
   const y = makeScale(
     yLog ? yLo / 1.3 : Math.min(0, yLo),
     yHi * (yLog ? 1.3 : 1.08),
@@ -273,9 +275,11 @@ function metricPlot(
     y,
     niceTicks(y.domain[0], y.domain[1], yLog),
     xTicks,
-    categorical
-      ? (plan.x_label ?? '')
-      : (plan.x_label ?? '') + (xLog ? ' (log scale)' : ''),
+    single
+      ? ''
+      : categorical
+        ? (plan.x_label ?? '')
+        : (plan.x_label ?? '') + (xLog ? ' (log scale)' : ''),
     label + (yLog ? ' (log)' : '')
   );
   const impls = [...new Set(rows.map(r => r.impl))];
@@ -313,12 +317,38 @@ function metricPlot(
         })
       );
     }
+    const barWidth = band / (impls.length + 1);
     for (const r of mine) {
+      const spread = single ? barWidth : 6;
       const cx =
         x(r) +
         (categorical && impls.length > 1
-          ? (impls.indexOf(impl) - (impls.length - 1) / 2) * 6
+          ? (impls.indexOf(impl) - (impls.length - 1) / 2) * spread
           : 0);
+      if (single) {
+        const top = y(value(r, key));
+        plot.append(
+          svg(
+            'rect',
+            {
+              x: cx - (barWidth * 0.9) / 2,
+              y: top,
+              width: barWidth * 0.9,
+              height: Math.max(0, H - M.bottom - top),
+              fill: colour,
+              class: 'pl-bar',
+              'data-impl': impl,
+              'data-point': r.point
+            },
+            svg(
+              'title',
+              {},
+              `${impl} ${r.point}: ${num(value(r, key))} ${label}` +
+                (r.cached ? ' (cached)' : '')
+            )
+          )
+        );
+      }
       if (metric === 'time' && (r.p25_ms ?? 0) > 0 && (r.p75_ms ?? 0) > 0) {
         plot.append(
           svg('line', {
@@ -331,6 +361,9 @@ function metricPlot(
         );
       }
       const wrong = r.status === 'wrong';
+      if (single && !wrong) {
+        continue;
+      }
       plot.append(
         svg(
           'circle',
@@ -570,6 +603,104 @@ const METRICS: [BenchMetric, string][] = [
   ['table', 'Table']
 ];
 
+/** The device, said once: "cpu", "gpu \u00b7 NVIDIA H100". */
+export function deviceBadge(plan: Partial<IBenchPlan>): string {
+  const device = plan.device ?? '';
+  const backend = plan.backend ?? '';
+  return !backend || device.toLowerCase().includes(backend.toLowerCase())
+    ? device
+    : `${backend} \u00b7 ${device}`;
+}
+
+/** "3 / 8"; a tuning run counts its configs, not the XLA baseline it measures last. */
+export function progressCount(
+  plan: Partial<IBenchPlan>,
+  progress: Partial<IBenchProgress>
+): string {
+  const done = progress.done || 0;
+  const total = progress.total || 0;
+  if (plan.kind !== 'tune') {
+    return `${done} / ${total}`;
+  }
+  const configs = Math.max(0, total - (plan.baseline || 0));
+  const counted = `${Math.min(done, configs)} / ${configCount(configs)}`;
+  return plan.baseline && done > configs
+    ? `${counted} \u00b7 XLA baseline`
+    : counted;
+}
+
+function configCount(count: number): string {
+  return `${count} config${count === 1 ? '' : 's'}`;
+}
+
+/** Whether a sweep has one point only (the cell's own inputs): drawn as bars. */
+export function singlePoint(
+  plan: Partial<IBenchPlan>,
+  rows: IBenchRow[]
+): boolean {
+  return plan.kind !== 'tune' && new Set(rows.map(r => r.point)).size === 1;
+}
+
+/** A legend marker drawn as the plot draws the implementation. */
+function legendMarker(
+  impl: string,
+  impls: string[],
+  plan: Partial<IBenchPlan>,
+  rows: IBenchRow[],
+  metric: string
+): SVGElement {
+  const colour = colourOf(impl, impls);
+  const marker = svg('svg', {
+    width: 24,
+    height: 12,
+    class: 'pl-legend-marker',
+    'data-impl': impl
+  });
+  if (plan.kind === 'tune' && impl === 'xla') {
+    marker.dataset.shape = 'dashed';
+    marker.append(
+      svg('line', {
+        x1: 1,
+        x2: 23,
+        y1: 6,
+        y2: 6,
+        stroke: colour,
+        'stroke-width': 2,
+        'stroke-dasharray': '6 4'
+      })
+    );
+    return marker;
+  }
+  if (metric !== 'table' && metric !== 'roofline' && singlePoint(plan, rows)) {
+    marker.dataset.shape = 'bar';
+    marker.append(
+      svg('rect', { x: 6, y: 1, width: 12, height: 10, fill: colour })
+    );
+    return marker;
+  }
+  const mine = rows.filter(r => r.impl === impl && typeof r.x === 'number');
+  const lined =
+    plan.kind !== 'tune' &&
+    metric !== 'roofline' &&
+    metric !== 'table' &&
+    new Set(mine.map(r => r.x)).size > 1;
+  marker.dataset.shape = lined ? 'line' : 'point';
+  if (lined) {
+    marker.append(
+      svg('line', {
+        x1: 1,
+        x2: 23,
+        y1: 6,
+        y2: 6,
+        stroke: colour,
+        'stroke-width': 2
+      })
+    );
+  }
+  marker.append(svg('circle', { cx: 12, cy: 6, r: 4, fill: colour }));
+  return marker;
+}
+
 /** Draws the benchmark view into `el`; returns the clean-up anywidget calls. */
 export function render({
   model,
@@ -592,10 +723,7 @@ export function render({
         h('span', { class: 'pl-brand', text: 'pallaslab' }),
         h('span', { class: 'pl-title', text: plan.title || 'benchmark' }),
         plan.device
-          ? h('span', {
-              class: 'pl-badge',
-              text: `${plan.backend} \u00b7 ${plan.device}`
-            })
+          ? h('span', { class: 'pl-badge pl-device', text: deviceBadge(plan) })
           : null,
         plan.chip
           ? h('span', { class: 'pl-badge', text: `roof: ${plan.chip}` })
@@ -610,7 +738,7 @@ export function render({
     const total = p.total || 0;
     const done = p.done || 0;
     const pct = total ? Math.round((100 * done) / total) : 0;
-    let status = `${done} / ${total}`;
+    let status = progressCount(plan, p);
     if (p.state === 'running') {
       status +=
         (p.current ? ` \u00b7 ${p.current}` : '') +
@@ -675,11 +803,12 @@ export function render({
           h(
             'span',
             {},
-            h('span', {
-              class: 'pl-swatch',
-              style: `background:${colourOf(i, impls)}`
-            }),
-            i === 'xla' ? 'XLA (reference under jax.jit)' : i
+            legendMarker(i, impls, plan, rows, metric),
+            i === 'xla'
+              ? plan.kind === 'tune'
+                ? 'XLA baseline (reference under jax.jit)'
+                : 'XLA (reference under jax.jit)'
+              : i
           )
         )
       )

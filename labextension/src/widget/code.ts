@@ -37,6 +37,19 @@ export interface ICodeViewOptions {
   onClick?: (line: number) => void;
 }
 
+/**
+ * Lets a code body's height be dragged past its default cap: the first press
+ * (on the resize corner) fixes the height it has and lifts the cap.
+ */
+export function resizable(body: HTMLElement): void {
+  body.addEventListener('mousedown', () => {
+    if (!body.style.height) {
+      body.style.height = `${body.getBoundingClientRect().height}px`;
+      body.style.maxHeight = 'none';
+    }
+  });
+}
+
 /** A whole (short) text: every line in the DOM. */
 export class CodeView implements ILineView {
   constructor({
@@ -50,6 +63,7 @@ export class CodeView implements ILineView {
   }: ICodeViewOptions) {
     const markByLine = new Map(marks.map(m => [m.line, m]));
     this.body = h('div', { class: 'pl-code-body' });
+    resizable(this.body);
     lines.forEach((text, offset) => {
       const number = first + offset;
       const mark = markByLine.get(number);
@@ -148,6 +162,11 @@ export class VirtualCodeView implements ILineView {
       this.body
     );
     this.body.addEventListener('scroll', () => this.schedule());
+    resizable(this.body);
+    // The body's height can be dragged: draw the rows that come into sight.
+    if (typeof ResizeObserver === 'function') {
+      new ResizeObserver(() => this.schedule()).observe(this.body);
+    }
     const lineOf = (event: Event): number | null => {
       const target = event.target as Element | null;
       const row = target && target.closest ? target.closest('.pl-line') : null;
@@ -532,4 +551,43 @@ export async function requestText(
     sourceMap: head.sourceMap,
     sources: head.sources
   };
+}
+
+/**
+ * Controls for a pair of panes (source | derived text): "full width" puts the
+ * text above its source at the pane's whole width; "wrap lines" (for views that
+ * hold every line) wraps long lines instead of scrolling sideways. Choices stay
+ * in `state` across redraws. Code views' heights are resizable by their corner.
+ */
+export function layoutControls(
+  panes: HTMLElement,
+  state: { [key: string]: any },
+  options: { wrap: boolean }
+): HTMLElement {
+  const apply = () => {
+    panes.classList.toggle('pl-stacked', state.layoutStacked === true);
+    panes.classList.toggle('pl-wrap', options.wrap && state.wrapLines === true);
+  };
+  const checkbox = (key: string, label: string, title: string) => {
+    const box = h('input', { type: 'checkbox', class: `pl-${key}` });
+    box.checked = state[key] === true;
+    box.addEventListener('change', () => {
+      state[key] = box.checked;
+      apply();
+    });
+    return h('label', { class: 'pl-layout-control', title }, box, label);
+  };
+  apply();
+  return h(
+    'span',
+    { class: 'pl-layout' },
+    checkbox(
+      'layoutStacked',
+      ' full width',
+      'Show the text at full width, above its source'
+    ),
+    options.wrap
+      ? checkbox('wrapLines', ' wrap lines', 'Wrap long lines')
+      : null
+  );
 }

@@ -4,7 +4,7 @@
  * by `views/texts.py` for whole texts).
  */
 
-import type { TabId, TabReply, TabRequestBody } from '../contracts';
+import type { PaneId, TabReply, TabRequestBody } from '../contracts';
 
 /** The part of anywidget's model the widgets use. */
 export interface IWidgetModel {
@@ -28,7 +28,7 @@ export interface ITabContext {
   /** Survives redraws of the pane (the picked view, the scrubber's position ...). */
   state: { [key: string]: any };
   request: Requester;
-  tab: TabId;
+  tab: PaneId;
 }
 
 /** A tab's renderer: draws its pane's model into `root`. */

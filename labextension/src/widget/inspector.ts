@@ -11,7 +11,7 @@ import type {
   ITabInfo,
   ITabReplyMessage,
   Pane,
-  TabId,
+  PaneId,
   TabReply,
   TabRequestBody
 } from '../contracts';
@@ -34,7 +34,7 @@ function renderProblem(problem: IProblemModel): HTMLElement {
 
 function renderHeader(header: IHeader): HTMLElement {
   const count = header.kernels.length;
-  const badges = [
+  const badges = header.badges ?? [
     header.backend + (header.mode ? ` \u00b7 ${header.mode}` : ''),
     `${count} kernel${count === 1 ? '' : 's'}`
   ];
@@ -59,7 +59,7 @@ function renderHeader(header: IHeader): HTMLElement {
 
 /** A tab's request route: `model.send` out, a promise of the matching reply back. */
 export function requests(model: IWidgetModel): {
-  requester: (tab: TabId) => Requester;
+  requester: (tab: PaneId) => Requester;
   onMessage: (message: unknown) => void;
 } {
   const pending = new Map<number, (reply: TabReply) => void>();
@@ -77,7 +77,7 @@ export function requests(model: IWidgetModel): {
   };
   // A kernel that is gone never answers: such requests end with an error reply.
   const requester =
-    (tab: TabId): Requester =>
+    (tab: PaneId): Requester =>
     (body: TabRequestBody, timeoutMs = REQUEST_TIMEOUT_MS) =>
       new Promise<TabReply>(resolve => {
         const id = next++;
@@ -111,7 +111,7 @@ export function render({
 
   const drawPane = () => {
     clear(pane);
-    const id = model.get('selected') as TabId;
+    const id = model.get('selected') as PaneId;
     const data = model.get(`pane_${id}`) as Pane | null | undefined;
     pane.dataset.tab = id;
     if (data === undefined || data === null) {
@@ -152,7 +152,7 @@ export function render({
       root.append(renderProblem(problem));
     }
     clear(bar);
-    const selected = model.get('selected') as TabId;
+    const selected = model.get('selected') as PaneId;
     for (const tab of model.get('tabs') as ITabInfo[]) {
       bar.append(
         h('button', {

@@ -32,6 +32,8 @@ class Plan:
         peak_flops: That chip's peak FLOP/s for the dtype at hand (0 if unknown).
         peak_bandwidth: Its memory bandwidth in bytes/s (0 if unknown).
         peak_label: Where the peaks come from, in words.
+        baseline: Measurements of `total` that are not configs or points: the XLA
+            baseline a tuning run measures last (so progress counts configs only).
     """
 
     title: str
@@ -45,6 +47,7 @@ class Plan:
     peak_flops: float = 0.0
     peak_bandwidth: float = 0.0
     peak_label: str = ""
+    baseline: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The plan as plain JSON values."""

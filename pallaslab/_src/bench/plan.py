@@ -24,9 +24,20 @@ class SweepContext:
 
 
 def sweep_context(
-    chip: str | None, title: str, *, kind: str, total: int, x_label: str, dtype: str = "float32"
+    chip: str | None,
+    title: str,
+    *,
+    kind: str,
+    total: int,
+    x_label: str,
+    dtype: str = "float32",
+    baseline: int = 0,
 ) -> SweepContext:
-    """The plan of a sweep: backend, device, the chip's roof for `dtype`, the CPU label."""
+    """The plan of a sweep: backend, device, the chip's roof for `dtype`, the CPU label.
+
+    `total` counts the XLA baseline's runs too; `baseline` says how many of them there
+    are, so progress can count configs alone.
+    """
     backend = jax.default_backend()
     device = harness.device_name()
     found = roofline.chip_named(chip) if chip else roofline.detect_chip(device)
@@ -47,5 +58,6 @@ def sweep_context(
             if found
             else ""
         ),
+        baseline=baseline,
     )
     return SweepContext(plan, found)

@@ -146,9 +146,14 @@ def tune_configs(
     if not configs:
         raise ValueError("nothing to tune: give at least one value per name")
     observer = sweep.resolve_live(options.live)
-    total = len(configs) + (1 if callable(ref) else 0)
+    baseline = 1 if callable(ref) else 0
     context = sweep.sweep_context(
-        options.chip, f"tuning {name}", kind="tune", total=total, x_label="config"
+        options.chip,
+        f"tuning {name}",
+        kind="tune",
+        total=len(configs) + baseline,
+        x_label="config",
+        baseline=baseline,
     )
     rows: list[sweep.Row] = []
     notices: list[str] = []

@@ -62,8 +62,15 @@ def _metric_axes(
             r["point"] for r in rows if r.get("impl") != "xla" or plan.get("kind") != "tune"
         )
     )
-    for impl in dict.fromkeys(r["impl"] for r in measured):
+    # One point (a sweep over "the cell's inputs"): bars, not an axis of sizes.
+    single = plan.get("kind") != "tune" and len(points) == 1
+    categorical = categorical or single
+    impls = list(dict.fromkeys(r["impl"] for r in measured))
+    for impl in impls:
         mine = [r for r in measured if r["impl"] == impl]
+        if single:
+            _bars(ax, impls, impl, mine, key)
+            continue
         if plan.get("kind") == "tune" and impl == "xla":
             for r in mine:
                 ax.axhline(
@@ -123,6 +130,28 @@ def _metric_axes(
     ax.grid(True, alpha=0.3)
     if measured:
         ax.legend(fontsize=8)
+
+
+def _bars(ax: Any, impls: list[str], impl: str, mine: list[dict[str, Any]], key: str) -> None:
+    """One bar per implementation at the one point (IQR as error bars for times)."""
+    width = 0.8 / len(impls)
+    offset = (impls.index(impl) - (len(impls) - 1) / 2) * width
+    ys = [r[key] for r in mine]
+    errors = None
+    if key == "median_ms":
+        errors = [
+            [r[key] - (r.get("p25_ms") or r[key]) for r in mine],
+            [(r.get("p75_ms") or r[key]) - r[key] for r in mine],
+        ]
+    ax.bar(
+        [offset] * len(mine),
+        ys,
+        width=width * 0.9,
+        color=COLOURS.get(impl, "#555"),
+        label=impl,
+        yerr=errors,
+        capsize=3,
+    )
 
 
 def _roofline_axes(ax: Any, plan: dict[str, Any], rows: Sequence[dict[str, Any]]) -> None:

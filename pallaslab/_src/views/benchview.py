@@ -168,11 +168,20 @@ def _number(value: Any, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
+def progress_count(plan: dict[str, Any], progress: dict[str, Any]) -> str:
+    """`3/8`; for a tuning run, configs only: `4/4 configs` (the XLA baseline is extra)."""
+    done, total = int(progress.get("done") or 0), int(progress.get("total") or 0)
+    if plan.get("kind") != "tune":
+        return f"{done}/{total}"
+    configs = max(0, total - int(plan.get("baseline") or 0))
+    return f"{min(done, configs)}/{configs} config{'' if configs == 1 else 's'}"
+
+
 def summary_text(plan: dict[str, Any], rows: list[dict[str, Any]], progress: dict[str, Any]) -> str:
     """A plain-text account: title, label, state, and one line per measurement."""
     lines = [
         f"{plan.get('title', 'benchmark')}: {progress.get('state', '')} "
-        f"({progress.get('done', 0)}/{progress.get('total', 0)})"
+        f"({progress_count(plan, progress)})"
     ]
     if plan.get("note"):
         lines.append(f"  {plan['note']}")
@@ -239,7 +248,7 @@ def static_html(plan: dict[str, Any], rows: list[dict[str, Any]], progress: dict
         "<div class='pallaslab-static' style='font-family:system-ui,sans-serif;font-size:13px'>",
         f"<div><b>pallaslab</b> {html.escape(str(plan.get('title', 'benchmark')))} — "
         f"{html.escape(str(progress.get('state', '')))} "
-        f"({int(progress.get('done', 0))}/{int(progress.get('total', 0))})</div>",
+        f"({html.escape(progress_count(plan, progress))})</div>",
     ]
     if plan.get("note"):
         parts.append(f"<p style='color:#8a5000'><b>{html.escape(plan['note'])}</b></p>")

@@ -22,6 +22,8 @@ from typing import Literal, NotRequired, TypedDict
 
 #: The inspector's tabs, in the order of `views/tabs` (a test checks they agree).
 TabId = Literal["overview", "source", "jaxpr", "tiles", "ir", "run"]
+#: Every pane the widget draws: the inspector's tabs, and the Diff tab of a diff view.
+PaneId = Literal["overview", "source", "jaxpr", "tiles", "ir", "run", "diff"]
 #: An operand's role as the views colour it.
 Role = Literal["in", "out", "scratch", "prefetch"]
 #: [text line, source window index, source line], lines 1-based.
@@ -101,6 +103,8 @@ class Header(TypedDict):
     mode: str
     kernels: list[HeaderKernel]
     check: bool | None
+    #: Badges shown instead of the backend and the kernel count (a diff view's).
+    badges: NotRequired[list[str]]
 
 
 class ProblemModel(TypedDict):
@@ -115,7 +119,7 @@ class ProblemModel(TypedDict):
 class TabInfo(TypedDict):
     """One tab of the bar."""
 
-    id: TabId
+    id: PaneId
     title: str
 
 
@@ -881,9 +885,91 @@ class RunPane(TypedDict):
 
 
 # ---------------------------------------------------------------------------------
+# Diff tab: two inspections side by side (`pallaslab.diff`, `%%kernel --diff`).
+
+
+class DiffSource(TypedDict):
+    """A source line an IR line comes from, with its text (shown on hover)."""
+
+    label: str
+    line: int
+    text: str
+
+
+class DiffRow(TypedDict):
+    """One row of two aligned texts; a `gap` row stands for equal lines not drawn."""
+
+    op: Literal["equal", "replace", "delete", "insert", "gap"]
+    aLine: int | None
+    bLine: int | None
+    aText: str
+    bText: str
+    aSources: list[DiffSource]
+    bSources: list[DiffSource]
+    #: Equal lines a gap row stands for (0 for other rows).
+    hidden: int
+
+
+class DiffIr(TypedDict):
+    """One IR of both sides, aligned: the changed rows with a few equal ones around."""
+
+    title: str
+    aTarget: str
+    bTarget: str
+    language: str
+    #: How much changed, in one line ("Triton IR: 3 changed, 1 added of 40 lines").
+    description: str
+    aError: str
+    bError: str
+    changed: int
+    lines: int
+    rows: list[DiffRow]
+    #: Changed rows not drawn (past the pane's budget).
+    more: int
+
+
+class DiffFigure(TypedDict):
+    """One figure on both sides, as people read it."""
+
+    name: str
+    a: str
+    b: str
+    #: "+60%", "-12 points", "" when unchanged or not a number.
+    change: str
+    changed: bool
+    #: Whether b is better or worse than a (for figures with a better direction).
+    verdict: Literal["better", "worse", ""]
+    note: str
+
+
+class DiffGroup(TypedDict):
+    """Figures of one kind: config, kernel, resources, figures of merit, check, timing."""
+
+    id: str
+    title: str
+    figures: list[DiffFigure]
+    #: Unchanged figures left out (the config and kernel groups list changes only).
+    unchanged: int
+
+
+class DiffPane(TypedDict):
+    """The Diff tab: the summary line, the figures by group, the IRs side by side."""
+
+    aName: str
+    bName: str
+    aKernel: str
+    bKernel: str
+    chip: str
+    summary: str
+    groups: list[DiffGroup]
+    irs: list[DiffIr]
+    notes: list[str]
+
+
+# ---------------------------------------------------------------------------------
 # Every pane, request and reply, and the messages that carry them.
 
-Pane = OverviewPane | SourcePane | JaxprPane | TilesPane | IrPane | RunPane | ErrorPane
+Pane = OverviewPane | SourcePane | JaxprPane | TilesPane | IrPane | RunPane | DiffPane | ErrorPane
 TabRequestBody = HintsRequest | AccessesRequest | IrLowerRequest | IrChunkRequest | TextRequest
 TabReply = (
     HintsModel
@@ -900,7 +986,7 @@ TabReply = (
 class TabRequestMessage(TypedDict):
     """A tab's request, from the widget to Python (a custom widget message)."""
 
-    tab: TabId
+    tab: PaneId
     id: int
     body: TabRequestBody
 
@@ -908,7 +994,7 @@ class TabRequestMessage(TypedDict):
 class TabReplyMessage(TypedDict):
     """Python's reply, carrying the request's id."""
 
-    tab: TabId
+    tab: PaneId
     id: int | None
     reply: TabReply
 
@@ -931,6 +1017,8 @@ class BenchPlan(TypedDict):
     peak_flops: float
     peak_bandwidth: float
     peak_label: str
+    #: Measurements of `total` that are no config: a tuning run's XLA baseline.
+    baseline: int
 
 
 class BenchRow(TypedDict):

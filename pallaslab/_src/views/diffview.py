@@ -1,143 +1,129 @@
-"""A `Diff` as static HTML: the summary, the figures that changed, the IRs side by side.
+"""A `Diff` on screen: the inspector's front end with one Diff tab, and its static page.
 
-Static (no widget): it reads the same in a live kernel, a saved notebook and on
-GitHub. Every text is escaped; styles are inline, since front ends may strip
-`<style>`. The inspector's Diff tab will render the same `Diff` record.
+`pallaslab.diff(a, b)` and `%%kernel ... --diff NAME` display a `DiffView`: the
+inspector's widget (same header, tab bar and styles) holding one tab, Diff, whose
+model is `views/diffmodel.py`'s. A diff compares two inspections, so it is a view of
+its own, shown under the cell's inspector, rather than a tab of either. The static
+HTML (saved notebooks, untrusted ones, GitHub) renders the same model with
+`views/statichtml/diff.py`.
 """
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
-from pallaslab._src.base import sources
-from pallaslab._src.records.diffs import Diff, IrDiff, LinePair, format_value
+import anywidget
+import traitlets
 
-# Rows of one IR's side-by-side table (hunks beyond are counted, not drawn).
-MAX_IR_ROWS = 400
-_CELL = "border:1px solid #d1d9e0;padding:1px 6px;text-align:left;vertical-align:top"
-_CODE = f"{_CELL};font-family:ui-monospace,monospace;font-size:12px;white-space:pre-wrap"
-_DIM = "color:#6e7781"
-_TINTS = {
-    "delete": ("#ffebe9", ""),
-    "insert": ("", "#dafbe1"),
-    "replace": ("#fff8c5", "#fff8c5"),
-    "equal": ("", ""),
-}
+from pallaslab._src.base import messages
+from pallaslab._src.records.diffs import Diff
+from pallaslab._src.views import bundle as frontend
+from pallaslab._src.views.contracts import DiffPane, ErrorPane, Header, TabInfo
+from pallaslab._src.views.diffmodel import diff_pane
+from pallaslab._src.views.inspector import MAX_PANE_BYTES, json_size
+from pallaslab._src.views.statichtml.diff import diff as diff_parts
+from pallaslab._src.views.statichtml.nodes import Node, h, to_html
 
-
-def bundle(diff: Diff, **_: Any) -> dict[str, Any]:
-    """The Jupyter mime bundle: HTML, and the plain text for other front ends."""
-    return {"text/plain": diff.text(), "text/html": static_html(diff)}
+#: The Diff tab's id and title.
+DIFF_TAB: TabInfo = {"id": "diff", "title": "Diff"}
 
 
-def static_html(diff: Diff, context: int = 3) -> str:
-    """The diff as one self-contained, escaped HTML block."""
-    esc = html.escape
-    parts = [
-        "<div class='pallaslab-static pallaslab-diff' style='font-family:system-ui,"
-        "sans-serif;font-size:13px;border:1px solid #d1d9e0;border-radius:4px;padding:6px 10px'>",
-        f"<div><b>pallaslab diff</b> <code>{esc(diff.a_name)}</code> → "
-        f"<code>{esc(diff.b_name)}</code> <span style='{_DIM}'>· kernel "
-        f"{esc(_pair_name(diff.a_kernel, diff.b_kernel))} · figures for {esc(diff.chip)}"
-        "</span></div>",
-        f"<p class='pl-diff-summary' style='margin:6px 0;font-weight:600'>{esc(diff.summary)}</p>",
-    ]
-    changed = diff.changes
-    if changed:
-        parts.append(_figures_table(changed))
-    parts.extend(_ir_section(ir, context) for ir in diff.irs)
-    parts.extend(f"<p style='margin:4px 0;{_DIM}'>Note: {esc(n)}</p>" for n in diff.notes)
-    parts.append("</div>")
-    return "".join(parts)
+def diff_header(diff: Diff) -> Header:
+    """The header: what is compared with what, and the chip the figures are for."""
+    kernel = (
+        diff.a_kernel if diff.a_kernel == diff.b_kernel else f"{diff.a_kernel} → {diff.b_kernel}"
+    )
+    return {
+        "name": f"diff {diff.a_name} → {diff.b_name}",
+        "backend": "",
+        "mode": "",
+        "kernels": [],
+        "check": None,
+        "badges": [f"kernel {kernel}", f"figures for {diff.chip}"],
+    }
 
 
-def _pair_name(a: str, b: str) -> str:
-    return a if a == b else f"{a} → {b}"
+def pane(diff: Diff) -> DiffPane | ErrorPane:
+    """The Diff tab's model, or an error in its place (never over the pane budget)."""
+    try:
+        model = diff_pane(diff)
+    except Exception as error:
+        return {"error": f"The diff could not be drawn: {messages.describe(error)}"}
+    size = json_size(model)
+    if size > MAX_PANE_BYTES:
+        return {
+            "error": f"The diff is too large to show here ({size / (1 << 20):.1f} MiB); "
+            "diff.text() and diff.to_frame('lines') have every row."
+        }
+    return model
 
 
-def _figures_table(deltas: tuple[Any, ...]) -> str:
-    esc = html.escape
-    head = "".join(f"<th style='{_CELL}'>{h}</th>" for h in ("figure", "a", "b", "change"))
-    rows = []
-    for d in deltas:
-        change = d.change if d.ratio is not None or d.unit == "%" else ""
-        note = f" <span style='{_DIM}'>({esc(d.note)})</span>" if d.note else ""
-        rows.append(
-            "<tr>"
-            f"<td style='{_CELL}'>{esc(d.name)}</td>"
-            f"<td style='{_CELL}'>{esc(format_value(d.a, d.unit))}</td>"
-            f"<td style='{_CELL}'>{esc(format_value(d.b, d.unit))}</td>"
-            f"<td style='{_CELL}'>{esc(change)}{note}</td>"
-            "</tr>"
+class DiffView(anywidget.AnyWidget):
+    """One `Diff` in the inspector's front end: a header and a Diff tab.
+
+    The traits are the inspector's (`views/contracts.py`): `header`, `tabs`,
+    `selected`, `problem`, and the one pane `pane_diff` (a `DiffPane`).
+    """
+
+    _esm = frontend.esm()
+    _css = frontend.css()
+
+    header = traitlets.Dict().tag(sync=True)
+    tabs: traitlets.List[dict[str, str]] = traitlets.List().tag(sync=True)
+    selected = traitlets.Unicode("diff").tag(sync=True)
+    problem = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    pane_diff = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+
+    def __init__(self, diff: Diff, **kwargs: Any):
+        self._diff = diff
+        super().__init__(
+            header=diff_header(diff),
+            tabs=[DIFF_TAB],
+            selected="diff",
+            pane_diff=pane(diff),
+            **kwargs,
         )
-    return (
-        "<table class='pl-diff-figures' style='border-collapse:collapse;margin:4px 0'>"
-        f"<tr>{head}</tr>{''.join(rows)}</table>"
+
+    @property
+    def diff(self) -> Diff:
+        """The diff shown."""
+        return self._diff
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle_ = super()._repr_mimebundle_(**kwargs)
+        data = bundle_[0] if isinstance(bundle_, tuple) else bundle_
+        if data is not None:
+            data["text/plain"] = self._diff.text()
+            data["text/html"] = static_html(self._diff)
+        return bundle_
+
+
+def bundle(diff: Diff, **kwargs: Any) -> dict[str, Any]:
+    """The Jupyter mime bundle: the widget, its static HTML and the plain text."""
+    found = DiffView(diff)._repr_mimebundle_(**kwargs)
+    data = found[0] if isinstance(found, tuple) else found
+    return dict(data)
+
+
+def static_html(diff: Diff) -> str:
+    """The diff as one self-contained, escaped HTML block (the Diff tab, saved)."""
+    head = diff_header(diff)
+    model = pane(diff)
+    if "error" in model:
+        body: list[Node] = [h("p", "pl-problem", str(model.get("error")))]
+    else:
+        body = diff_parts(model)
+    return to_html(
+        h(
+            "div",
+            "pallaslab-static pallaslab-diff",
+            h(
+                "div",
+                "pl-header",
+                h("span", "pl-brand", "pallaslab"),
+                h("span", "pl-title", head["name"]),
+                [h("span", "pl-badge", b) for b in head.get("badges", [])],
+            ),
+            body,
+        )
     )
-
-
-def _ir_section(ir: IrDiff, context: int) -> str:
-    esc = html.escape
-    title = f"<summary><b>{esc(ir.describe())}</b></summary>"
-    if ir.a_error or ir.b_error or not ir.changed:
-        return f"<details>{title}</details>"
-    head = (
-        f"<th style='{_CELL}'>a</th><th style='{_CELL}'>source</th>"
-        f"<th style='{_CELL}'>{esc(ir.a_target)}</th><th style='{_CELL}'>b</th>"
-        f"<th style='{_CELL}'>source</th><th style='{_CELL}'>{esc(ir.b_target)}</th>"
-    )
-    rows: list[str] = []
-    drawn = changed_drawn = previous_end = 0
-    for start, stop in ir.hunk_spans(context):
-        if start > previous_end:
-            rows.append(_gap(start - previous_end))
-        for pair in ir.pairs[start:stop]:
-            if drawn >= MAX_IR_ROWS:
-                rows.append(
-                    f"<tr><td colspan='6' style='{_CELL};{_DIM}'>… {ir.changed - changed_drawn} "
-                    "more changed lines: diff.to_frame('lines') has every row</td></tr>"
-                )
-                return _table(title, head, rows)
-            rows.append(_row(pair))
-            drawn += 1
-            changed_drawn += pair.op != "equal"
-        previous_end = stop
-    if previous_end < len(ir.pairs):
-        rows.append(_gap(len(ir.pairs) - previous_end))
-    return _table(title, head, rows)
-
-
-def _table(title: str, head: str, rows: list[str]) -> str:
-    return (
-        f"<details open>{title}<table class='pl-diff-ir' style='border-collapse:collapse;"
-        f"margin:4px 0'><tr>{head}</tr>{''.join(rows)}</table></details>"
-    )
-
-
-def _gap(count: int) -> str:
-    return (
-        f"<tr><td colspan='6' style='{_CELL};{_DIM}'>… {count} equal "
-        f"line{'s' if count != 1 else ''}</td></tr>"
-    )
-
-
-def _row(pair: LinePair) -> str:
-    esc = html.escape
-    tint_a, tint_b = _TINTS[pair.op]
-    style_a = f"{_CODE};background:{tint_a}" if tint_a else _CODE
-    style_b = f"{_CODE};background:{tint_b}" if tint_b else _CODE
-    return (
-        f"<tr class='pl-diff-{pair.op}'>"
-        f"<td style='{_CELL};{_DIM}'>{'' if pair.a_line is None else pair.a_line}</td>"
-        f"<td style='{_CELL};{_DIM}'>{esc(_sources(pair.a_sources))}</td>"
-        f"<td style='{style_a}'>{esc(pair.a_text)}</td>"
-        f"<td style='{_CELL};{_DIM}'>{'' if pair.b_line is None else pair.b_line}</td>"
-        f"<td style='{_CELL};{_DIM}'>{esc(_sources(pair.b_sources))}</td>"
-        f"<td style='{style_b}'>{esc(pair.b_text)}</td>"
-        "</tr>"
-    )
-
-
-def _sources(found: tuple[tuple[str, int], ...]) -> str:
-    return ", ".join(f"{sources.label(file)}:{line}" for file, line in found)

@@ -3,7 +3,14 @@
  */
 // The live benchmark view: progress, plots, the table and the best config.
 import type { IBenchPlan, IBenchRow } from '../../contracts';
-import { bestOf, niceTicks, num, render } from '../../widget/bench';
+import {
+  bestOf,
+  deviceBadge,
+  niceTicks,
+  num,
+  progressCount,
+  render
+} from '../../widget/bench';
 import { FakeModel } from './fakes';
 
 const PLAN: IBenchPlan = {
@@ -17,7 +24,8 @@ const PLAN: IBenchPlan = {
   chip: '',
   peak_flops: 0,
   peak_bandwidth: 0,
-  peak_label: ''
+  peak_label: '',
+  baseline: 0
 };
 
 function row(
@@ -73,7 +81,7 @@ describe('the benchmark view', () => {
     const el = document.createElement('div');
     render({ model, el });
     expect(el.querySelector('.pl-progress-text')?.textContent).toBe(
-      '3 / 3 \u00b7 finished'
+      '3 / 3 configs \u00b7 finished'
     );
     expect(el.querySelectorAll('circle[data-impl="pallas"]')).toHaveLength(2);
     expect(el.querySelector('.pl-failed-mark')).not.toBeNull();
@@ -95,5 +103,117 @@ describe('the benchmark view', () => {
     expect(bestOf([row('a', 3), row('b', 1, { correct: false })])?.point).toBe(
       'a'
     );
+  });
+
+  it('says the device once', () => {
+    expect(deviceBadge({ backend: 'cpu', device: 'cpu' })).toBe('cpu');
+    expect(deviceBadge({ backend: 'gpu', device: 'NVIDIA H100' })).toBe(
+      'gpu \u00b7 NVIDIA H100'
+    );
+    const model = new FakeModel({
+      plan: PLAN,
+      rows: [],
+      progress: { done: 0, total: 2, state: 'running', message: '' },
+      metric: 'time'
+    });
+    const el = document.createElement('div');
+    render({ model, el });
+    expect(
+      Array.from(el.querySelectorAll('.pl-badge')).map(b => b.textContent)
+    ).toEqual(['cpu']);
+  });
+
+  it('counts configs, not the XLA baseline measured after them', () => {
+    const tune = { ...PLAN, total: 5, baseline: 1 };
+    const at = (done: number) =>
+      progressCount(tune, { done, total: 5, state: 'running' });
+    expect(at(2)).toBe('2 / 4 configs');
+    expect(at(4)).toBe('4 / 4 configs');
+    expect(at(5)).toBe('4 / 4 configs \u00b7 XLA baseline');
+    const sweep = { ...PLAN, kind: 'sweep' as const };
+    expect(progressCount(sweep, { done: 3, total: 4 })).toBe('3 / 4');
+  });
+
+  it('draws one point as bars, with no axis of sizes', () => {
+    const sweep = { ...PLAN, kind: 'sweep' as const, x_label: 'size' };
+    const point = "the cell's inputs";
+    const model = new FakeModel({
+      plan: sweep,
+      rows: [
+        row(point, 2, { x: null }),
+        row(point, 1, { impl: 'xla', x: null })
+      ],
+      progress: { done: 2, total: 2, state: 'finished', message: '' },
+      metric: 'time'
+    });
+    const el = document.createElement('div');
+    render({ model, el });
+    const bars = Array.from(el.querySelectorAll('rect.pl-bar'));
+    expect(bars.map(b => b.getAttribute('data-impl'))).toEqual([
+      'pallas',
+      'xla'
+    ]);
+    expect(el.querySelectorAll('circle[data-impl]')).toHaveLength(0);
+    const texts = Array.from(el.querySelectorAll('svg.pl-plot text')).map(
+      t => t.textContent
+    );
+    expect(texts).toContain(point);
+    expect(texts).not.toContain('size');
+    const markers = Array.from(el.querySelectorAll('.pl-legend-marker')).map(
+      m => (m as SVGElement).dataset.shape
+    );
+    expect(markers).toEqual(['bar', 'bar']);
+  });
+
+  it('draws legend markers as the plot draws each implementation', () => {
+    const tuneModel = new FakeModel({
+      plan: PLAN,
+      rows: [row('BLOCK=64', 2), row('XLA baseline', 1, { impl: 'xla' })],
+      progress: { done: 2, total: 2, state: 'finished', message: '' },
+      metric: 'time'
+    });
+    const el = document.createElement('div');
+    render({ model: tuneModel, el });
+    // Configs are points; the baseline is a dashed line across the plot.
+    expect(
+      el
+        .querySelector('line[data-impl="xla"]')
+        ?.getAttribute('stroke-dasharray')
+    ).toBe('6 4');
+    const shapes = Array.from(el.querySelectorAll('.pl-legend-marker')).map(
+      m => (m as SVGElement).dataset.shape
+    );
+    expect(shapes).toEqual(['point', 'dashed']);
+    expect(
+      el
+        .querySelector('.pl-legend-marker[data-shape="dashed"] line')
+        ?.getAttribute('stroke-dasharray')
+    ).toBe('6 4');
+
+    const sweep = { ...PLAN, kind: 'sweep' as const, x_label: 'size' };
+    const sized = (impl: string, n: number, ms: number) =>
+      row(String(n), ms, { impl, x: n, size: n });
+    const sweepModel = new FakeModel({
+      plan: sweep,
+      rows: [
+        sized('pallas', 128, 1),
+        sized('pallas', 256, 2),
+        sized('xla', 128, 1),
+        sized('xla', 256, 3)
+      ],
+      progress: { done: 4, total: 4, state: 'finished', message: '' },
+      metric: 'time'
+    });
+    const swept = document.createElement('div');
+    render({ model: sweepModel, el: swept });
+    expect(swept.querySelectorAll('polyline')).toHaveLength(2);
+    const lined = Array.from(swept.querySelectorAll('.pl-legend-marker'));
+    expect(lined.map(m => (m as SVGElement).dataset.shape)).toEqual([
+      'line',
+      'line'
+    ]);
+    expect(
+      lined.every(m => m.querySelector('line') && m.querySelector('circle'))
+    ).toBe(true);
   });
 });

@@ -1,19 +1,21 @@
 /**
  * Every tab's renderer, by tab id. The type makes it whole: a tab Python has
- * (`contracts.TabId`) without a renderer here, or a renderer for another pane's
+ * (`contracts.PaneId`) without a renderer here, or a renderer for another pane's
  * model, does not compile.
  */
 
 import type {
+  IDiffPane,
   IIrPane,
   IJaxprPane,
   IOverviewPane,
   IRunPane,
   ISourcePane,
   ITilesPane,
-  TabId
+  PaneId
 } from '../../contracts';
 import { ITabRenderer } from '../context';
+import { DIFF } from './diff';
 import { IR } from './ir';
 import { JAXPR } from './jaxpr';
 import { OVERVIEW } from './overview';
@@ -29,13 +31,15 @@ export interface IPaneOf {
   tiles: ITilesPane;
   ir: IIrPane;
   run: IRunPane;
+  diff: IDiffPane;
 }
 
-export const TABS: { [K in TabId]: ITabRenderer<IPaneOf[K]> } = {
+export const TABS: { [K in PaneId]: ITabRenderer<IPaneOf[K]> } = {
   overview: OVERVIEW,
   source: SOURCE,
   jaxpr: JAXPR,
   tiles: TILES,
   ir: IR,
-  run: RUN
+  run: RUN,
+  diff: DIFF
 };

@@ -19,6 +19,7 @@ import {
   dispatchOpenText,
   ILinker,
   inLab,
+  layoutControls,
   linkViews,
   openTextSources,
   VirtualCodeView
@@ -272,6 +273,8 @@ export const IR: ITabRenderer<IIrPane> = {
     // Pieces still arriving for an earlier drawing of this pane report here.
     state.ui = { status, openButton, headerBox };
     const panes = h('div', { class: 'pl-split' });
+    // Long IR lines scroll sideways (the view draws only the rows in sight).
+    toolbar.append(layoutControls(panes, ctx.state, { wrap: false }));
     const resourcesHolder = h('div');
     root.append(toolbar, headerBox, resourcesHolder, panes);
 

@@ -5,6 +5,7 @@ import {
   CodeView,
   ILinker,
   inLab,
+  layoutControls,
   linkViews,
   openTextButton,
   openTextSources,
@@ -114,6 +115,7 @@ export const JAXPR: ITabRenderer<IJaxprPane> = {
         { class: 'pl-toolbar' },
         'Show ',
         picker,
+        layoutControls(panes, ctx.state, { wrap: true }),
         open,
         h('span', {
           class: 'pl-hint',

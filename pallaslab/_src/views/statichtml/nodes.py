@@ -74,6 +74,17 @@ STYLES: dict[str, str] = {
     "pl-figure": "margin:0",
     "pl-caption": "font-size:11px;color:#59636e;max-width:260px",
     "pl-footer": "color:#8c959f;font-size:11px;margin-top:4px",
+    "pl-diff-summary": "margin:4px 0 6px;font-weight:600;font-size:14px",
+    "pl-diff-group-title": "margin:8px 0 2px;font-size:13px",
+    "pl-diff-same": "color:#8c959f",
+    "pl-diff-better": "color:#1a7f37;font-weight:600",
+    "pl-diff-worse": "color:#cf222e;font-weight:600",
+    "pl-diff-code": (
+        "font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px;"
+        "white-space:pre-wrap;word-break:break-all"
+    ),
+    "pl-diff-old": "background:#ffebe9",
+    "pl-diff-new": "background:#dafbe1",
     "pl-tok-keyword": "color:#cf222e",
     "pl-tok-directive": "color:#cf222e",
     "pl-tok-op": "color:#8250df;font-weight:600",
