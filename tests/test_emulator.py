@@ -663,7 +663,7 @@ def test_a_failing_emulation_falls_back_with_a_notice(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(emulator, "run_call", broken)
+    monkeypatch.setattr(emulator.hook, "run_call", broken)
     fn = jax.jit(lambda a, b: case.fn(a, b) * 1.0)  # a fresh function: no cached compile
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

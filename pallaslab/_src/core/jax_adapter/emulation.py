@@ -1,6 +1,6 @@
 """Reading a `pallas_call` for pallaslab's emulator.
 
-The emulator (`core/emulator.py`) needs, from JAX's internals: the kernel body as a pure
+The emulator (`core/emulator/`) needs, from JAX's internals: the kernel body as a pure
 function of program ids and block values (Pallas' own state discharge, with
 `program_id` / `num_programs` resolved to explicit inputs), how each operand is cut
 into blocks (block sizes, squeezed and element dimensions, Element padding), the index
@@ -62,7 +62,7 @@ def _available() -> str:
 
 UNAVAILABLE = _available()
 
-# The emulation switch. Its value is a hashable request (see `core/emulator.py`), or
+# The emulation switch. Its value is a hashable request (see `core/emulator/requests.py`), or
 # None for the default. Being part of the trace context and the jit key, a function
 # traced or compiled under one value is traced again under another.
 EMULATION_STATE: Any = (
