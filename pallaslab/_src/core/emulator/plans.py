@@ -18,6 +18,7 @@ import numpy as np
 from pallaslab._src.base import messages
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.jax_adapter import emulation as adapter
+from pallaslab._src.core.jax_adapter.program_body import ProgramBody
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.geometry.blocks import block_starts
 from pallaslab._src.geometry.limits import check_programs
@@ -200,7 +201,7 @@ def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.Ke
 
 # Discharged kernel bodies by what the kernel is: a cell run again defines its kernel
 # anew, and discharging it again is most of the analysis (bounded, oldest out).
-_bodies: collections.OrderedDict[Any, adapter.ProgramBody] = collections.OrderedDict()
+_bodies: collections.OrderedDict[Any, ProgramBody] = collections.OrderedDict()
 _MAX_BODIES = 64
 
 
