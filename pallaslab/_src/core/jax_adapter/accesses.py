@@ -17,7 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src.core.jax_adapter.body_eval import eqn_site, evaluate_eqns, uninitialized
+from pallaslab._src.core.jax_adapter.body_eval import (
+    CONTROL_FLOW,
+    eqn_site,
+    evaluate_eqns,
+    uninitialized,
+)
 from pallaslab._src.core.jax_adapter.lanes import lane_indices
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
@@ -211,14 +216,8 @@ class Interpreter:
             return list(values)
         if name in _SKIPPED:
             return [None] * len(eqn.outvars)
-        if name == "scan":
-            return self._scan(eqn, values)
-        if name == "while":
-            return self._while(eqn, values)
-        if name == "cond":
-            return self._cond(eqn, values)
-        if name == "run_scoped":
-            return self._run_scoped(eqn, values)
+        if name in CONTROL_FLOW:
+            return list(getattr(self, f"_{name}")(eqn, values))
         if name in CALL_PRIMITIVES:
             holds_buffer = any(isinstance(v, Buffer) for v in values)
             if not holds_buffer:

@@ -18,6 +18,7 @@ from pallaslab._src.core.jax_adapter.kernels import user_location
 from pallaslab._src.core.jax_adapter.probes import jax_core
 
 __all__ = [
+    "CONTROL_FLOW",
     "bind",
     "eqn_site",
     "evaluate_eqns",
@@ -41,6 +42,9 @@ except ImportError:  # pragma: no cover - the evaluators are then unavailable
     hlo_interpreter = None  # type: ignore[assignment]
     state_discharge = None  # type: ignore[assignment]
     state_types = None  # type: ignore[assignment]
+
+# Control flow each evaluator follows itself, in a method named `_<primitive>`.
+CONTROL_FLOW = frozenset({"scan", "while", "cond", "run_scoped"})
 
 
 def missing(needed: Iterable[tuple[Any, str]]) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 from jax import lax
 
 from pallaslab._src.core.jax_adapter.body_eval import (
+    CONTROL_FLOW,
     bind,
     evaluate_eqns,
     inner_aval,
@@ -103,14 +104,8 @@ class Evaluator:
             return [jnp.asarray(self.env[eqn.params["axis"]].index, jnp.int32)]
         if name == "num_programs":
             return [jnp.asarray(self.env[eqn.params["axis"]].size, jnp.int32)]
-        if name == "scan":
-            return self._scan(eqn, values)
-        if name == "while":
-            return self._while(eqn, values)
-        if name == "cond":
-            return self._cond(eqn, values)
-        if name == "run_scoped":
-            return self._run_scoped(eqn, values)
+        if name in CONTROL_FLOW:
+            return list(getattr(self, f"_{name}")(eqn, values))
         holds_ref = any(isinstance(v, Handle) for v in values)
         if name in CALL_PRIMITIVES or (
             not holds_ref and any(uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params))
