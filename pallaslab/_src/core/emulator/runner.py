@@ -117,19 +117,7 @@ def run_probed(
     grid = call.grid
     ndim_grid = len(grid)
 
-    if programs is not None:
-        chosen = np.asarray(programs, np.int64).reshape(-1, 1, ndim_grid)
-        schedule = Schedule(chosen, np.ones(chosen.shape[:2], bool), ordered=False)
-        levels = [1]
-        level_of = [0] * ndim_grid
-    elif applies and request.order:
-        schedule = permuted_schedule(call.record, request.order, request.seed, request.lanes)
-        levels = [schedule.valid.shape[1]]
-        level_of = [0] * ndim_grid
-    else:
-        schedule = grid_schedule(grid, plan)
-        levels = [grid[a] for a in plan.batched]
-        level_of = [plan.batched.index(a) if a in plan.batched else -1 for a in range(ndim_grid)]
+    schedule, levels, level_of = _schedule(call, plan, request if applies else EMULATE, programs)
     num_steps, lanes = schedule.valid.shape
     level_shape = tuple(levels)
     carried = [k >= call.num_inputs or body.written[k] for k in range(len(call.layouts))]
@@ -173,42 +161,9 @@ def run_probed(
         for j, (shape, dtype) in enumerate(call.scratch)
     ]
 
-    # Window starts, per step and lane; and the batch levels each operand varies along.
     flat_pids = schedule.pids.reshape(num_steps * lanes, ndim_grid)
-    write_starts: list[Any] = []
-    read_starts: list[Any] = []
-    deps: list[tuple[int, ...]] = []
-    for k, layout in enumerate(call.layouts):
-        ndim = len(layout.shape)
-        flat = starts_of(call, k, flat_pids, scalars)
-        full = flat.reshape(num_steps, *level_shape, ndim)
-        write_starts.append(flat.reshape(num_steps, lanes, ndim))
-        if isinstance(full, np.ndarray) and not schedule.ordered:
-            varying = tuple(
-                level
-                for level in range(len(levels))
-                if levels[level] > 1 and np.any(np.ptp(full, axis=1 + level) > 0)
-            )
-            index = tuple(slice(None) if level in varying else 0 for level in range(len(levels)))
-            read_starts.append(full[(slice(None), *index)])
-        else:
-            varying = tuple(range(len(levels)))
-            read_starts.append(full)
-        deps.append(varying)
-
-    # Program ids: a batched axis's ids vary along its level only.
-    pid_steps = schedule.pids.reshape(num_steps, *level_shape, ndim_grid)
-    pid_xs = []
-    for axis in range(ndim_grid):
-        level = level_of[axis]
-        index = tuple(slice(None) if other == level else 0 for other in range(len(levels)))
-        pid_xs.append(pid_steps[(slice(None), *index, axis)].astype(np.int32))
-    # Each program's linear index in grid order (for element records).
-    linear = (
-        np.ravel_multi_index(tuple(flat_pids.T), grid).astype(np.int32)
-        if ndim_grid
-        else np.zeros(num_steps * lanes, np.int32)
-    ).reshape(num_steps, *level_shape)
+    write_starts, read_starts, deps = _window_starts(call, schedule, levels, flat_pids, scalars)
+    pid_xs, linear = _program_ids(schedule, levels, level_of, flat_pids, grid)
 
     # Blocks every step writes at the same places (an output accumulated along the
     # sequential axes) stay in the carry as blocks: gathered once, scattered once.
@@ -408,3 +363,89 @@ def run_probed(
         flags, low, high = (y.reshape(num_steps * lanes, *y.shape[2:])[keep] for y in ys)
         result = dataclasses.replace(result, flags=flags, low=low, high=high)
     return outputs, result
+
+
+def _schedule(
+    call: adapter.KernelCall, plan: Plan, request: Request, programs: np.ndarray | None
+) -> tuple[Schedule, list[int], list[int]]:
+    """The schedule to run, its batch levels, and each grid axis's level (-1: none).
+
+    `programs` (a sample, one at a time) first; else the order `request` asks for
+    (one level: the lanes of a wave); else the plan's (one level per batched axis).
+    """
+    grid = call.grid
+    ndim_grid = len(grid)
+    if programs is not None:
+        chosen = np.asarray(programs, np.int64).reshape(-1, 1, ndim_grid)
+        schedule = Schedule(chosen, np.ones(chosen.shape[:2], bool), ordered=False)
+        return schedule, [1], [0] * ndim_grid
+    if request.order:
+        schedule = permuted_schedule(call.record, request.order, request.seed, request.lanes)
+        return schedule, [schedule.valid.shape[1]], [0] * ndim_grid
+    levels = [grid[a] for a in plan.batched]
+    level_of = [plan.batched.index(a) if a in plan.batched else -1 for a in range(ndim_grid)]
+    return grid_schedule(grid, plan), levels, level_of
+
+
+def _window_starts(
+    call: adapter.KernelCall,
+    schedule: Schedule,
+    levels: list[int],
+    flat_pids: np.ndarray,
+    scalars: Sequence[Any],
+) -> tuple[list[Any], list[Any], list[tuple[int, ...]]]:
+    """Window starts per step and lane (writes) and per step and level (reads).
+
+    Also, per operand, the batch levels its blocks vary along (reads of an operand
+    constant along a level are passed unbatched there).
+    """
+    num_steps, lanes = schedule.valid.shape
+    level_shape = tuple(levels)
+    write_starts: list[Any] = []
+    read_starts: list[Any] = []
+    deps: list[tuple[int, ...]] = []
+    for k, layout in enumerate(call.layouts):
+        ndim = len(layout.shape)
+        flat = starts_of(call, k, flat_pids, scalars)
+        full = flat.reshape(num_steps, *level_shape, ndim)
+        write_starts.append(flat.reshape(num_steps, lanes, ndim))
+        if isinstance(full, np.ndarray) and not schedule.ordered:
+            varying = tuple(
+                level
+                for level in range(len(levels))
+                if levels[level] > 1 and np.any(np.ptp(full, axis=1 + level) > 0)
+            )
+            index = tuple(slice(None) if level in varying else 0 for level in range(len(levels)))
+            read_starts.append(full[(slice(None), *index)])
+        else:
+            varying = tuple(range(len(levels)))
+            read_starts.append(full)
+        deps.append(varying)
+    return write_starts, read_starts, deps
+
+
+def _program_ids(
+    schedule: Schedule,
+    levels: list[int],
+    level_of: list[int],
+    flat_pids: np.ndarray,
+    grid: tuple[int, ...],
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Program ids per grid axis, per step and level; and each program's linear index."""
+    num_steps, lanes = schedule.valid.shape
+    level_shape = tuple(levels)
+    ndim_grid = len(grid)
+    # Program ids: a batched axis's ids vary along its level only.
+    pid_steps = schedule.pids.reshape(num_steps, *level_shape, ndim_grid)
+    pid_xs = []
+    for axis in range(ndim_grid):
+        level = level_of[axis]
+        index = tuple(slice(None) if other == level else 0 for other in range(len(levels)))
+        pid_xs.append(pid_steps[(slice(None), *index, axis)].astype(np.int32))
+    # Each program's linear index in grid order (for element records).
+    linear = (
+        np.ravel_multi_index(tuple(flat_pids.T), grid).astype(np.int32)
+        if ndim_grid
+        else np.zeros(num_steps * lanes, np.int32)
+    ).reshape(num_steps, *level_shape)
+    return pid_xs, linear
