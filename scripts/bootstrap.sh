@@ -43,6 +43,27 @@ install_pallaslab() {
     --progress-bar off -e "$ROOT[$extras]"
 }
 
+# The lab extension and the widgets' front end are built from labextension/ (TypeScript).
+# The editable install's build hook builds them too but, by design, only warns when it
+# cannot (no Node, a failed `jlpm install`): build here, where a failure stops the script.
+build_frontends() {
+  (cd "$ROOT/labextension" && jlpm install --immutable && jlpm build:prod)
+}
+
+# Links the built extension into the environment when the editable install did not put
+# it there (its build hook failed or ran before the build existed): the symlink makes
+# every later build visible to JupyterLab without reinstalling.
+link_labextension() {
+  if ! jupyter labextension list 2>&1 | grep -Eq "pallaslab v[0-9][^ ]* .*enabled.*OK"; then
+    echo "==> linking the lab extension into $VENV"
+    if command -v jupyter-builder >/dev/null 2>&1; then
+      jupyter-builder develop --overwrite "$ROOT"
+    else
+      jupyter labextension develop --overwrite "$ROOT"
+    fi
+  fi
+}
+
 # Says what XLA's GPU compile (xla-gpu targets) still lacks, if anything.
 check_gpu_compile() {
   "$VENV/bin/python" -c 'from pallaslab._src.core import gpu_toolchain as t; p = t.problem(); print(p or "xla-gpu targets: ready"); raise SystemExit(1 if p else 0)'

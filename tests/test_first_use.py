@@ -15,6 +15,7 @@ from jax.experimental import pallas as pl
 import pallaslab
 from pallaslab._src import cli
 from pallaslab._src.geometry import merit
+from pallaslab._src.geometry.tilemap import TileMap
 from pallaslab._src.views.static_page import static_tab
 from tests import corpus
 
@@ -188,7 +189,7 @@ def _advice(inspection):
     kernel = inspection.kernels[0]
     words = []
     for schedule in ("tpu", "gpu"):
-        figures = merit.kernel_merit(kernel.tiles(), schedule)
+        figures = merit.kernel_merit(TileMap(kernel), schedule)
         for chip in merit.chips(schedule):
             fit = merit.on_chip(figures, chip)
             words += [fit.peak_name, *fit.notes]
@@ -215,7 +216,7 @@ def test_a_bf16_matmul_gets_matrix_unit_advice():
     inspection = pallaslab.inspect(call, *args)
     work = inspection.kernels[0].work
     assert work.matmul_flops == 2 * 256 * 256 * 256 and work.matmul_dtypes == ("bfloat16",)
-    tiles = inspection.kernels[0].tiles()
+    tiles = TileMap(inspection.kernels[0])
     tpu = merit.on_chip(merit.kernel_merit(tiles, "tpu"), "v5e")
     gpu = merit.on_chip(merit.kernel_merit(tiles, "gpu"), "H100")
     assert tpu.peak_name == "dense bf16 (MXU)" and not any("passes" in n for n in tpu.notes)
@@ -227,7 +228,7 @@ def test_a_bf16_matmul_gets_matrix_unit_advice():
 def test_an_f32_matmul_is_told_about_the_mxu_passes():
 
     call, args = _matmul("float32")
-    tiles = pallaslab.inspect(call, *args).kernels[0].tiles()
+    tiles = TileMap(pallaslab.inspect(call, *args).kernels[0])
     tpu = merit.on_chip(merit.kernel_merit(tiles, "tpu"), "v5e")
     assert any("several bf16 passes" in n for n in tpu.notes)
     gpu = merit.on_chip(merit.kernel_merit(tiles, "gpu"), "H100")
@@ -359,7 +360,7 @@ def _recorded_files(inspection, *, lower=()):
 
 
 def _internal(found):
-    from pallaslab._src import sources
+    from pallaslab._src.base import sources
 
     return [(what, file) for what, file in found if sources.is_internal_file(file)]
 

@@ -41,9 +41,13 @@ def test_patterns_compile_alike_in_python():
     # look-behind, nested sets): Python compiles each one without a warning.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for name in highlight.languages():
-            for rule in highlight.grammar_file()["languages"][name]["rules"]:
-                re.compile(rule["pattern"], re.ASCII)
+        compiled = [
+            re.compile(rule["pattern"], re.ASCII)
+            for name in highlight.languages()
+            for rule in highlight.grammar_file()["languages"][name]["rules"]
+        ]
+    # A rule that matches nothing at all would stall a tokenizer on every line.
+    assert compiled and not [p.pattern for p in compiled if p.fullmatch("")]
 
 
 def test_tokens_of_a_jaxpr_line():

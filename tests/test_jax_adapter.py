@@ -1274,10 +1274,10 @@ class TestVersionShapes:
         import enum
         import types
 
-        from pallaslab._src.core.jax_adapter import kernels
+        from pallaslab._src.core.jax_adapter.kernels import convert
 
         def name(space):
-            return kernels._memory_space_name(types.SimpleNamespace(memory_space=space))
+            return convert._memory_space_name(types.SimpleNamespace(memory_space=space))
 
         class PallasMemorySpace(enum.Enum):  # 0.10: pl.HOST is Pallas' MemorySpace.HOST
             HOST = "host"
@@ -1399,7 +1399,7 @@ class TestVersionShapes:
         from jax.experimental.pallas import mosaic_gpu as plgpu
 
         from pallaslab._src.core.jax_adapter import lowering as adapter_lowering
-        from pallaslab._src.core.lowering import engine
+        from pallaslab._src.core.lowering import failures
         from pallaslab._src.records.lowered import LoweringError
 
         # Lane up to jax 0.10, Warpgroup from 0.11: the installed JAX's own default,
@@ -1410,7 +1410,7 @@ class TestVersionShapes:
         error = LoweringError("ValueError: Failed to infer a possible set of layouts.")
         for semantics, hinted in (("Lane", False), ("Warpgroup", True)):  # 0.10, 0.11
             monkeypatch.setattr(jax_adapter, "mosaic_gpu_default_semantics", lambda s=semantics: s)
-            message = engine.mosaic_gpu_layout_hint(error, kernel).message
+            message = failures.mosaic_gpu_layout_hint(error, kernel).message
             assert ("LoweringSemantics.Lane" in message) == hinted
 
     def test_names_removed_in_jax_0_11_are_not_used(self):

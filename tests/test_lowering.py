@@ -527,7 +527,7 @@ def test_the_params_error_does_not_depend_on_what_was_lowered_before():
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "`kernel` passes pltpu.CompilerParams (Mosaic TPU): GPU targets cannot take it." in (
+    assert "'kernel' passes pltpu.CompilerParams (Mosaic TPU): GPU targets cannot take it." in (
         done.stdout
     )
 

@@ -74,7 +74,7 @@ def test_bad_input_messages_are_plain(ip, case):
     for output in captured.outputs:
         shown += [_text_of(str(v)) for k, v in output.data.items() if k.startswith("text/")]
     kept = ip.user_ns.get("_kernel")
-    if isinstance(kept, pallaslab.Inspection):
+    if isinstance(kept, pallaslab.types.Inspection):
         shown += list(kept.notices)
         if kept.result is not None:
             shown += [leak.describe() for leak in kept.result.leaks]

@@ -231,7 +231,9 @@ def test_kernels_the_emulator_does_not_cover_run_in_pallas_interpreter(name):
         warnings.simplefilter("always")
         out = pallaslab.emulate(fn)(*args)
     np.testing.assert_array_equal(np.asarray(out), expected)
-    notices = [str(w.message) for w in caught if issubclass(w.category, pallaslab.EmulationNotice)]
+    notices = [
+        str(w.message) for w in caught if issubclass(w.category, pallaslab.types.EmulationNotice)
+    ]
     assert len(notices) == (1 if emulate_warns else 0), notices
     result = pallaslab.inspect(fn, *args).run(*args)
     assert result.mode == "interpret"

@@ -27,7 +27,13 @@ import pallaslab
 from pallaslab._src import cli
 from pallaslab._src.base import sources
 from pallaslab._src.core import gpu_target_config, gpu_toolchain
-from pallaslab._src.core.lowering import compare, sourcemap, toolchains, xla_gpu, xla_gpu_worker
+from pallaslab._src.core.lowering import (
+    compare,
+    sourcemap,
+    toolchains,
+    xla_gpu_texts,
+    xla_gpu_worker,
+)
 from pallaslab._src.records import hardware, targets
 from pallaslab._src.records.lowered import GpuResources, Lowered, Stage
 from pallaslab._src.views.tabs import ir as ir_tab
@@ -284,7 +290,7 @@ def test_ptxas_reports_launches_and_ptx_facts():
         ptxas info    : Used 168 registers, used 16 barriers, 1 bytes smem, 16 bytes lmem
         """
     )
-    assert xla_gpu.ptxas_report(report) == {
+    assert xla_gpu_texts.ptxas_report(report) == {
         "k_mosaic_gpu_kernel": {
             "stack": 0,
             "spill_stores": 8,
@@ -293,14 +299,14 @@ def test_ptxas_reports_launches_and_ptx_facts():
             "local": 16,
         }
     }
-    assert xla_gpu.static_shared(report) == 1
+    assert xla_gpu_texts.static_shared(report) == 1
     thunks = (
         "001: kKernel [source] loop_gelu_fusion grid: [2, 1, 1] threads: [1024, 1, 1]  "
         "shared_memory: 0 bytes\n"
         "002: kCustomKernel [sink] _matmul_kernel grid: [8, 8, 1] threads: [256, 1, 1]  "
         "shared_memory: 32768 bytes\n"
     )
-    kernel = xla_gpu.launches(thunks)[1]
+    kernel = xla_gpu_texts.launches(thunks)[1]
     assert (kernel.kind, kernel.name, kernel.grid, kernel.threads, kernel.shared_bytes) == (
         "kCustomKernel",
         "_matmul_kernel",
@@ -308,9 +314,9 @@ def test_ptxas_reports_launches_and_ptx_facts():
         (256, 1, 1),
         32768,
     )
-    assert xla_gpu.threads_per_block(".visible .entry k(\n)\n.maxntid 128, 1, 1\n{") == 128
+    assert xla_gpu_texts.threads_per_block(".visible .entry k(\n)\n.maxntid 128, 1, 1\n{") == 128
     passes = (("00 original", "gpu.launch ... dynamic_shared_memory_size %c3080_i32 {"),)
-    assert xla_gpu.mosaic_dynamic_shared(passes) == 3080
+    assert xla_gpu_texts.mosaic_dynamic_shared(passes) == 3080
 
 
 def test_one_function_out_of_a_module():
@@ -332,10 +338,10 @@ def test_one_function_out_of_a_module():
         }
         """
     )
-    one = xla_gpu.ptx_function(ptx, "kernel")
+    one = xla_gpu_texts.ptx_function(ptx, "kernel")
     assert "add.f32" in one and "fusion" not in one and ".target sm_90a" in one
     assert "global_smem" in one
-    assert xla_gpu.ptx_function(ptx, "nope") == ptx
+    assert xla_gpu_texts.ptx_function(ptx, "nope") == ptx
     sass = textwrap.dedent(
         """\
         \t.headerflags @"EF_CUDA_SM90"
@@ -348,7 +354,7 @@ def test_one_function_out_of_a_module():
         //--------------------- .nv.shared.kernel --------------------------
         """
     )
-    one = xla_gpu.sass_function(sass, "kernel")
+    one = xla_gpu_texts.sass_function(sass, "kernel")
     assert "FADD" in one and "EXIT" not in one and ".nv.shared" not in one
 
 

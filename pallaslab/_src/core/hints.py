@@ -38,20 +38,10 @@ def hints(
     target: str | None = None,
     masks: bool = True,
 ) -> list[Hint]:
-    """Performance hints for an inspection's kernels, each tied to a source line.
+    """Performance hints for an inspection's kernels, most severe first.
 
-    Args:
-        inspection: The inspection.
-        chip: The chip to advise for ("H100", "v5e"); by default the kernel's
-            backend's: an H100 for GPU kernels, a v5e for TPU kernels.
-        kernel: One kernel (name or index); by default every kernel.
-        target: A GPU target to compile now for registers, spills and occupancy
-            ("ptx:sm_90"); without it, compiles already asked for are used.
-        masks: Interpret a few programs' bodies to find masks that switch off
-            most lanes (costs a fraction of a second the first time).
-
-    Returns:
-        The hints, most severe first: `.message`, `.location`, `.figures`, `.chip`.
+    The work behind `pallaslab.hints` and `Inspection.hints`, whose docstrings say
+    what `chip`, `kernel`, `target` and `masks` mean.
     """
     chosen = chip_named(chip) if chip else None
     kernels = inspection.kernels if kernel is None else (inspection.kernel(kernel),)

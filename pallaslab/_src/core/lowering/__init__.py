@@ -2,10 +2,15 @@
 
 `lower(inspection, target, kernel)` lowers one kernel (or the whole program, for
 `stablehlo` targets) once and caches it; `targets()` lists what can be asked for.
-Modules: `engine` (lowering and caching), `sourcemap` (locations
-out of compiler texts), `triton_build` (TTIR to PTX/SASS with the triton package),
-`tpu_rules` (the (8, 128) rule and VMEM), `tpu_compile` (libtpu compile-only in a
-worker process), `occupancy` (theoretical GPU occupancy). Target names live in
+Modules: `engine` (caching, and dispatch on the target's kind to `targets/`, one
+module a kind), `context` (what the targets share), `failures` (errors explained at
+the kernel's line), `headers` (what made each lowering), `resources` (GPU registers
+and occupancy, TPU VMEM), `sourcemap/` (locations out of compiler texts),
+`triton_build` (TTIR to PTX/SASS with the triton package), `tpu_rules` (the (8, 128)
+rule and VMEM), `tpu_compile` (libtpu compile-only in a worker process), `xla_gpu`
+(XLA's GPU compile in a worker process) and `xla_gpu_lowering` (what it made, as a
+`Lowered`), `worker_request` (the workers' request loop), `occupancy` (theoretical
+GPU occupancy). Target names live in
 `pallaslab._src.records.targets` (no JAX there, so views and the CLI can read them).
 """
 

@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from pallaslab._src.records import Kernel, Operand, SourceLocation
+from pallaslab._src.geometry.hints import blockspec_line
+from pallaslab._src.records import Kernel, Operand
 from pallaslab._src.records.lowered import BlockVmem, TilingProblem
 
 SUBLANES = 8
@@ -35,13 +36,6 @@ def _bits(dtype: str) -> int:
         return 32
 
 
-def _location(operand: Operand) -> SourceLocation | None:
-    index_map = operand.index_map
-    if index_map is None or not index_map.source_file:
-        return None
-    return SourceLocation(index_map.source_file, index_map.source_line)
-
-
 def _needs_tiling(operand: Operand) -> bool:
     if operand.role == "scratch" or operand.scalar_prefetch or not operand.block_shape:
         return False
@@ -60,7 +54,7 @@ def tiling_problems(kernel: Kernel) -> list[TilingProblem]:
         problem = _check(operand)
         if problem is not None:
             message, hint = problem
-            problems.append(TilingProblem(operand.label, message, hint, _location(operand)))
+            problems.append(TilingProblem(operand.label, message, hint, blockspec_line(operand)))
     return problems
 
 

@@ -3,7 +3,8 @@
 Run as a script (`python tpu_worker.py REQUEST.json`), never imported by pallaslab:
 libtpu reads its flags (dump directories) once, when it loads, and JAX initializes
 its backends once per process, so each compile gets a fresh process with its own
-environment. Only the standard library and JAX are imported here.
+environment. Only the standard library, JAX and `worker_request` (beside it) are
+imported here.
 
 The request names a pickled `jax.export.Exported` (made by the parent with the same
 Python and JAX), the topology to compile for and the dump directories; the result
@@ -13,13 +14,16 @@ figures, the Mosaic pass pipeline and the LLO dumps, or the compiler's error.
 
 from __future__ import annotations
 
-import json
 import pickle
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
+
+if __package__:  # imported as part of pallaslab (tests, type checks)
+    from pallaslab._src.core.lowering.worker_request import answer
+else:  # run as a script, the usual way: this folder is first on sys.path
+    from worker_request import answer  # type: ignore[import-not-found,no-redef]
 
 # The runtime programs libtpu also dumps; everything else is the kernel's.
 _RUNTIME_PREFIXES = ("<late-", "TLP-")
@@ -97,13 +101,7 @@ def compile_request(request: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     """Entry point: `tpu_worker.py REQUEST.json`."""
-    request = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    try:
-        result = compile_request(request)
-    except Exception:
-        result = {"error": "the TPU compile worker failed:\n" + traceback.format_exc()}
-    Path(request["result"]).write_text(json.dumps(result), encoding="utf-8")
-    return 0
+    return answer(argv[1], compile_request, "TPU")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """An `xla-gpu:<chip>` lowering as a `Lowered` record: SASS, stages, resources, notes.
 
-`engine` exports and compiles (`xla_gpu`); this module reads what came back. The
+`targets.xla_gpu` exports and compiles (`xla_gpu`); this module reads what came back. The
 main text is the kernel's SASS; the stages are its PTX, the ptxas report, Mosaic
 GPU's pass pipeline (module by module), the optimised HLO of the program around the
 kernel and of the kernel alone, and XLA's launch sequence.
@@ -12,7 +12,8 @@ import re
 from typing import TYPE_CHECKING
 
 from pallaslab._src.core import gpu_toolchain
-from pallaslab._src.core.lowering import sourcemap, xla_gpu
+from pallaslab._src.core.lowering import sourcemap, xla_gpu, xla_gpu_texts
+from pallaslab._src.core.lowering.failures import first_lines, strip_status
 from pallaslab._src.core.lowering.occupancy import occupancy
 from pallaslab._src.records import Kernel, SourceLocation, hardware
 from pallaslab._src.records.lowered import GpuResources, Lowered, LoweringError, Stage
@@ -70,8 +71,7 @@ def build(
     if job is None or job.error:
         detail = job.error if job else "the worker returned no result for the kernel"
         return LoweringError(
-            f"XLA could not compile {kernel.name} for {chip}: "
-            f"{_first_lines(_strip_status(detail))}",
+            f"XLA could not compile {kernel.name} for {chip}: {first_lines(strip_status(detail))}",
             _location_in(detail, kernel) or kernel.call_site or kernel.source,
             detail=detail,
             kind="compile",
@@ -100,8 +100,12 @@ def build(
         if any(m.sass_from != "captured" for m in job.modules):
             notes.append("XLA's cubin was not kept: this SASS is ptxas' on XLA's PTX.")
         # The kernel's own function: the modules also hold what XLA fused around it.
-        sass = "\n".join(xla_gpu.sass_function(m.sass, name) for m in job.modules if name in m.sass)
-        ptx = "\n".join(xla_gpu.ptx_function(m.ptx, name) for m in job.modules if name in m.ptx)
+        sass = "\n".join(
+            xla_gpu_texts.sass_function(m.sass, name) for m in job.modules if name in m.sass
+        )
+        ptx = "\n".join(
+            xla_gpu_texts.ptx_function(m.ptx, name) for m in job.modules if name in m.ptx
+        )
         report = "\n".join(m.ptxas for m in job.modules if name in m.ptxas)
         if not name:
             sass = "\n".join(_labelled(m.file, m.sass) for m in job.modules)
@@ -123,7 +127,7 @@ def build(
         stages.append(_stage("hlo (program)", program.hlo, "hlo", default_file))
         stages.append(Stage("launches (program)", program.thunks, "text"))
     elif program is not None and program.error:
-        failed = _first_lines(program.error)
+        failed = first_lines(program.error)
         notes.append(f"The program around the kernel did not compile: {failed}")
     if alone:
         stages.append(_stage("hlo (kernel alone)", job.hlo, "hlo", default_file))
@@ -162,10 +166,10 @@ def _ptx_target(ptx: str) -> str:
 
 
 def _mosaic_resources(mosaic: xla_gpu.MosaicKernel, gpu: hardware.Gpu) -> GpuResources:
-    report = xla_gpu.ptxas_report(mosaic.ptxas).get(mosaic.entry, {})
-    threads = xla_gpu.threads_per_block(mosaic.ptx) or 128
-    static_shared = xla_gpu.static_shared(mosaic.ptxas)
-    shared = xla_gpu.mosaic_dynamic_shared(mosaic.passes) + static_shared
+    report = xla_gpu_texts.ptxas_report(mosaic.ptxas).get(mosaic.entry, {})
+    threads = xla_gpu_texts.threads_per_block(mosaic.ptx) or 128
+    static_shared = xla_gpu_texts.static_shared(mosaic.ptxas)
+    shared = xla_gpu_texts.mosaic_dynamic_shared(mosaic.passes) + static_shared
     return _resources(
         gpu, _ptx_target(mosaic.ptx), threads=threads, report=report, shared=shared, num_stages=None
     )
@@ -175,11 +179,13 @@ def _xla_resources(
     job: xla_gpu.CompiledJob, kernel: Kernel, gpu: hardware.Gpu
 ) -> tuple[GpuResources | None, str, str]:
     """Resources, architecture and function name of the Triton kernel XLA launched."""
-    launches = [launch for launch in xla_gpu.launches(job.thunks) if launch.kind == "kCustomKernel"]
+    launches = [
+        launch for launch in xla_gpu_texts.launches(job.thunks) if launch.kind == "kCustomKernel"
+    ]
     reports: dict[str, dict[str, int]] = {}
     arch = ""
     for module in job.modules:
-        reports.update(xla_gpu.ptxas_report(module.ptxas))
+        reports.update(xla_gpu_texts.ptxas_report(module.ptxas))
         arch = arch or _ptx_target(module.ptx)
     if not launches:
         return None, arch or gpu.arch, ""
@@ -275,15 +281,6 @@ class CleanedOnUse(Stage):
     def empty(self) -> bool:
         """Whether there is no text (known without cleaning it)."""
         return not self.__dict__["_raw"][0].strip()
-
-
-def _first_lines(text: str, count: int = 3) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return " ".join(lines[:count])
-
-
-def _strip_status(text: str) -> str:
-    return re.sub(r"^(\w+Error: )?(INTERNAL|INVALID_ARGUMENT|UNIMPLEMENTED): ", "", text)
 
 
 def _location_in(text: str, kernel: Kernel) -> SourceLocation | None:

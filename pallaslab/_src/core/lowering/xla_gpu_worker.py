@@ -4,8 +4,8 @@ Run as a script (`python xla_gpu_worker.py REQUEST.json`, or `--wait SECONDS` to
 JAX first and then read the request's path from stdin), never imported by pallaslab:
 JAX's CUDA plugin, the compile-only device and the dump settings live and die with
 this process, so a crash or a stuck compile cannot take the user's kernel with it.
-Only the standard library and JAX are imported here (not Pallas: the exported module
-already holds every kernel).
+Only the standard library, JAX and `worker_request` (beside it) are imported here
+(not Pallas: the exported module already holds every kernel).
 
 The request names the chip's GpuTargetConfig text, pickled `jax.export.Exported`s
 ("jobs": the kernel alone, and the program around it), folders for XLA's and Mosaic
@@ -24,7 +24,6 @@ cubins either: it is told to run `$CUDA_ROOT/bin/ptxas`, a stand-in that keeps t
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pickle
 import re
@@ -32,9 +31,13 @@ import select
 import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
+
+if __package__:  # imported as part of pallaslab (tests, type checks)
+    from pallaslab._src.core.lowering.worker_request import answer
+else:  # run as a script, the usual way: this folder is first on sys.path
+    from worker_request import answer  # type: ignore[import-not-found,no-redef]
 
 TOOL_TIMEOUT = 120
 # XLA's option to assemble PTX with the ptxas library (False: with `$CUDA_ROOT/bin/ptxas`).
@@ -342,13 +345,7 @@ def main(argv: list[str]) -> int:
         path = _wait_for_request(float(argv[2]))
         if not path:
             return 0  # idle for too long, or the parent went away
-    request = json.loads(Path(path).read_text(encoding="utf-8"))
-    try:
-        result = compile_request(request)
-    except Exception:
-        result = {"error": "the XLA GPU compile worker failed:\n" + traceback.format_exc()}
-    Path(request["result"]).write_text(json.dumps(result), encoding="utf-8")
-    return 0
+    return answer(path, compile_request, "XLA GPU")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,94 @@
+"""The `tpu-compile:<chip>` target: libtpu's final VLIW bundles of a kernel, with its stages."""
+
+from __future__ import annotations
+
+from pallaslab._src.core import jax_adapter
+from pallaslab._src.core.lowering import sourcemap
+from pallaslab._src.core.lowering import tpu_compile as libtpu
+from pallaslab._src.core.lowering.context import LoweringContext
+from pallaslab._src.core.lowering.failures import (
+    LoweringFailedError,
+    check_tiling,
+    explain,
+    first_lines,
+    kernel_file,
+    location_in_text,
+    strip_status,
+)
+from pallaslab._src.core.lowering.resources import tpu_resources
+from pallaslab._src.records import Kernel
+from pallaslab._src.records.lowered import Lowered, LoweringError, Stage
+from pallaslab._src.records.targets import Target
+
+
+def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:
+    """The bundles, bundle counts and VMEM; Mosaic's passes, LLO and HLO as stages."""
+    chip = target.arch
+    check_tiling(kernel)
+    lowerer.payload(kernel, "tpu", chip=chip)  # Pallas' own lowering errors first
+
+    def export() -> bytes:
+        site = lowerer.site(kernel, chip)
+        try:
+            return jax_adapter.export_for_tpu(
+                jax_adapter.kernel_function(site), jax_adapter.kernel_avals(site), chip
+            )
+        except Exception as error:
+            raise LoweringFailedError(explain(error, kernel, "tpu", chip)) from None
+
+    exported = lowerer.share(("tpu-export", kernel.index, chip), export)
+    compiled = libtpu.compile_exported(exported, chip)
+    default_file = kernel_file(kernel)
+    mosaic_stages = [
+        _stage(name, text, "mlir", default_file) for name, text in compiled.mosaic_stages
+    ]
+    if compiled.error:
+        raise LoweringFailedError(
+            LoweringError(
+                f"libtpu could not compile {kernel.name} for TPU {chip}: "
+                f"{first_lines(strip_status(compiled.error))}",
+                location_in_text(compiled.error, kernel) or kernel.source,
+                detail=compiled.error,
+                kind="compile",
+            )
+        )
+    bundles = compiled.llo.get("final_bundles", "")
+    total, loop = libtpu.bundle_counts(bundles)
+    per_bundle = compiled.llo.get("final_hlo-static-per-bundle-utilization", "")
+    resources = tpu_resources(
+        kernel,
+        chip,
+        (),  # check_tiling passed: no tiling problems
+        bundles=total,
+        loop_body_bundles=loop or None,
+        code_bytes=compiled.code_bytes,
+        utilization=libtpu.utilization(per_bundle),
+    )
+    llo = compiled.llo
+    stages = [
+        *mosaic_stages,
+        _stage("LLO (original)", llo.get("original", ""), "llo", default_file),
+        _stage(
+            "schedule analysis",
+            llo.get("schedule-analysis_final_bundles", ""),
+            "llo",
+            default_file,
+        ),
+        _stage("per-bundle utilization", per_bundle, "text", default_file),
+        _stage("compiled HLO", compiled.hlo, "hlo", default_file),
+    ]
+    header = f"{lowerer.header(target, kernel)} {total} bundles"
+    header += f", {loop} in the loop body (one grid step)." if loop else "."
+    return lowerer.finish(
+        target,
+        kernel,
+        bundles,
+        resources=resources,
+        stages=tuple(s for s in stages if s.text),
+        header=header,
+    )
+
+
+def _stage(name: str, raw: str, language: str, default_file: str) -> Stage:
+    text, source_map = sourcemap.clean(raw, language, default_file)
+    return Stage(name, text, language, sourcemap.readable(source_map))
