@@ -1,6 +1,6 @@
 """A kernel body instrumented for checks: what every load and store touched, lane by lane.
 
-The emulator runs Pallas' discharged body (`program_body.py`). For its checks, this module
+The emulator runs Pallas' discharged body (`program_body.py`). For its checks, this package
 evaluates the kernel body itself, before discharge, on JAX values: each load and store
 is done with Pallas' own discharge rule for it (so values are exactly those of
 interpret mode) and, beside it, what the access touched is recorded, as JAX values, so
