@@ -650,10 +650,10 @@ def test_whole_block_stores_count_as_overwrites_and_masked_ones_do_not():
     case = corpus.seed_matmul()
     call, _ = _call_and_plan(case.fn, *case.args)
     assert call.program.reads_initial_block[-1] is False  # pltriton.store of the block
-    assert checking._sources(call) == []  # nothing could leak: no check to run
+    assert checking.leaks._sources(call) == []  # nothing could leak: no check to run
     softmax = corpus.row_softmax()
     call, _ = _call_and_plan(softmax.fn, *softmax.args)
-    assert [cause for _, cause, _ in checking._sources(call)] == ["uninitialized-output"]
+    assert [cause for _, cause, _ in checking.leaks._sources(call)] == ["uninitialized-output"]
 
 
 def test_a_failing_emulation_falls_back_with_a_notice(monkeypatch):
@@ -663,7 +663,7 @@ def test_a_failing_emulation_falls_back_with_a_notice(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(emulator, "run_call", broken)
+    monkeypatch.setattr(emulator.hook, "run_call", broken)
     fn = jax.jit(lambda a, b: case.fn(a, b) * 1.0)  # a fresh function: no cached compile
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -3,7 +3,7 @@
 The instrumented evaluator does every load and store with Pallas' own discharge rule,
 so with any probe its outputs must equal Pallas' interpreter (`interpret=True`)
 bitwise; GPU-like orders (which use it to share arrays between programs) must equal it
-too on kernels without races. The pins of what `core/jax_adapter/instrument.py`
+too on kernels without races. The pins of what `core/jax_adapter/instrument/`
 reads are in tests/test_jax_adapter.py.
 """
 
@@ -141,7 +141,7 @@ def test_a_body_it_cannot_follow_leaves_runs_and_the_other_checks_intact(monkeyp
     def refuse(self, eqn, values):
         raise instrument.UnsupportedError(f"{eqn.primitive.name} (refused by the test)")
 
-    monkeypatch.setattr(instrument._Evaluator, "_stateful", refuse)
+    monkeypatch.setattr(instrument.evaluator.Evaluator, "_stateful", refuse)
     # GPU orders fall back to whole blocks (this kernel has one program per block).
     case = corpus.blocked_add()
     x, y = seeded.example_arrays(case.args)

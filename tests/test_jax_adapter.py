@@ -699,7 +699,7 @@ class TestLoweringShapes:
         assert exported.platforms == ("tpu",) and len(exported.in_avals) == 2
 
 
-# --- The emulator's reads (core/jax_adapter/emulation.py). ------------------------
+# --- The emulator's reads (core/jax_adapter/emulation.py, program_body.py). ----------
 
 
 class TestEmulationShapes:
@@ -777,9 +777,9 @@ class TestEmulationShapes:
         writes = [e for e in body.effects if isinstance(e, state_types.WriteEffect)]
         assert writes
         assert all(getattr(e, "input", None) in body.invars for e in writes)
-        from pallaslab._src.core.jax_adapter import emulation
+        from pallaslab._src.core.jax_adapter import program_body
 
-        assert emulation._written_refs(body) == {2}
+        assert program_body._written_refs(body) == {2}
 
     def test_program_id_primitives_and_bind_params(self):
         from jax._src.pallas import primitives
@@ -899,7 +899,7 @@ class TestChipsAndMeshShapes:
 
 
 # ---------------------------------------------------------------------------
-# The instrumented body (core/jax_adapter/instrument.py): what it reads, in this JAX's form.
+# The instrumented body (core/jax_adapter/instrument/): what it reads, in this JAX's form.
 
 
 def test_instrument_discharge_rules_and_their_calling_convention():
@@ -1093,7 +1093,7 @@ class TestVersionShapes:
     def test_emulator_rebuilds_scans_of_either_form(self):
         from jax._src.pallas import core as pallas_core
 
-        from pallaslab._src.core.jax_adapter import emulation
+        from pallaslab._src.core.jax_adapter import program_body
 
         def f(x):
             return jax.lax.fori_loop(0, 3, lambda i, a: a + i * pl.program_id(0), x)
@@ -1105,7 +1105,7 @@ class TestVersionShapes:
         other = _with_eqn(jaxpr, scan, scan.replace(params=_other_scan_form(scan.params)))
         env = (pallas_core.GridAxis(5, 8),)
         for form in (jaxpr, other):
-            (out,) = emulation._eval_with_grid(form, consts, [jnp.int32(1)], env)
+            (out,) = program_body._eval_with_grid(form, consts, [jnp.int32(1)], env)
             assert int(out) == 1 + (0 + 1 + 2) * 5
 
     def test_closed_jaxprs_as_two_classes_or_one(self):
@@ -1161,11 +1161,11 @@ class TestVersionShapes:
     def test_emulator_inlines_eval_jaxpr_holding_program_ids(self):
         from jax._src.pallas import core as pallas_core
 
-        from pallaslab._src.core.jax_adapter import emulation
+        from pallaslab._src.core.jax_adapter import program_body
 
         with pallas_core.tracing_grid_env((8,), ()):  # program_id traces in a grid
             closed = jax.make_jaxpr(lambda: _eval_jaxpr_call(lambda: (pl.program_id(0) + 10,)))()
-        (out,) = emulation._eval_with_grid(
+        (out,) = program_body._eval_with_grid(
             closed.jaxpr, closed.consts, [], (pallas_core.GridAxis(3, 8),)
         )
         assert int(out) == 13

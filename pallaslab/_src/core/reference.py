@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import jax
 import numpy as np
@@ -24,6 +24,17 @@ from pallaslab._src.core.program import Program, Traced, require_call
 from pallaslab._src.core.seeded import materialize
 from pallaslab._src.records import ArraySpec
 from pallaslab._src.records.checks import CheckPoint, CheckResult
+
+
+class CheckOptions(TypedDict, total=False):
+    """How `check` makes, varies and compares inputs (its keyword arguments)."""
+
+    make_args: Callable[[Any], Any] | None
+    sizes: Sequence[Any] | None
+    dtypes: Sequence[Any] | None
+    seed: int
+    rtol: float | None
+    atol: float | None
 
 
 def check(
@@ -58,20 +69,11 @@ def check(
         The result: `.ok`, `.max_abs_err`, `.max_rel_err`, `.bad_tiles` (output
         blocks that differ), `.heatmap` and one `CheckPoint` per set of inputs.
     """
-    points = _input_points(
-        ref, args, dict(kwargs or {}), make_args=make_args, sizes=sizes, dtypes=dtypes
+    options = CheckOptions(
+        make_args=make_args, sizes=sizes, dtypes=dtypes, seed=seed, rtol=rtol, atol=atol
     )
-    checked = [
-        _check_point(
-            point,
-            lambda a, k: tracing.trace_program(fn, a, k),
-            ref=ref,
-            seed=seed,
-            rtol=rtol,
-            atol=atol,
-        )
-        for point in points
-    ]
+    points = _input_points(ref, args, dict(kwargs or {}), options)
+    checked = _check_points(points, lambda a, k: tracing.trace_program(fn, a, k), ref, options)
     named = next((p.program for p in checked if p.program), tracing.callable_name(fn))
     return CheckResult(name=named, points=tuple(checked), seed=seed)
 
@@ -81,13 +83,7 @@ def check_traced(
     ref: Any,
     args: Sequence[Any] = (),
     kwargs: dict[str, Any] | None = None,
-    *,
-    make_args: Callable[[Any], Any] | None = None,
-    sizes: Sequence[Any] | None = None,
-    dtypes: Sequence[Any] | None = None,
-    seed: int = 0,
-    rtol: float | None = None,
-    atol: float | None = None,
+    **options: Unpack[CheckOptions],
 ) -> CheckResult:
     """`Inspection.check`: the inspected program against a reference.
 
@@ -100,12 +96,10 @@ def check_traced(
     assert program.split is not None
     base_args, base_kwargs = (
         (tuple(args), dict(kwargs or {}))
-        if args or kwargs or make_args is not None
+        if args or kwargs or options.get("make_args") is not None
         else program.rebuild(list(program.example_args))
     )
-    points = _input_points(
-        ref, base_args, base_kwargs, make_args=make_args, sizes=sizes, dtypes=dtypes
-    )
+    points = _input_points(ref, base_args, base_kwargs, options)
     flat_fn, split, rebuild = program.flat_fn, program.split, program.rebuild
 
     def trace(point_args: tuple[Any, ...], point_kwargs: dict[str, Any]) -> Program:
@@ -114,10 +108,8 @@ def check_traced(
         traced = tracing.trace_program(flat_fn, leaves, {})
         return dataclasses.replace(traced, name=program.name, split=split, rebuild=rebuild)
 
-    checked = [
-        _check_point(point, trace, ref=ref, seed=seed, rtol=rtol, atol=atol) for point in points
-    ]
-    return CheckResult(name=traced.name, points=tuple(checked), seed=seed)
+    checked = _check_points(points, trace, ref, options)
+    return CheckResult(name=traced.name, points=tuple(checked), seed=options.get("seed", 0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,11 +127,9 @@ def _input_points(
     ref: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    *,
-    make_args: Callable[[Any], Any] | None,
-    sizes: Sequence[Any] | None,
-    dtypes: Sequence[Any] | None,
+    options: CheckOptions,
 ) -> list[_Inputs]:
+    make_args, sizes, dtypes = options.get("make_args"), options.get("sizes"), options.get("dtypes")
     if (make_args is None) != (sizes is None):
         raise ValueError("pass make_args and sizes together: make_args(size) gives the inputs")
     base: list[_Inputs]
@@ -179,6 +169,17 @@ def _cast_floating(tree: Any, dtype: Any) -> Any:
         return jax.numpy.asarray(leaf, dtype=dtype)
 
     return jax.tree_util.tree_map(cast, tree)
+
+
+def _check_points(
+    points: Sequence[_Inputs],
+    trace: Callable[[tuple[Any, ...], dict[str, Any]], Program],
+    ref: Any,
+    options: CheckOptions,
+) -> list[CheckPoint]:
+    """Each set of inputs checked: the program traced and run, and the reference."""
+    seed, rtol, atol = options.get("seed", 0), options.get("rtol"), options.get("atol")
+    return [_check_point(p, trace, ref=ref, seed=seed, rtol=rtol, atol=atol) for p in points]
 
 
 def _check_point(

@@ -17,12 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from pallaslab._src.core.jax_adapter.kernels import user_location
+from pallaslab._src.core.jax_adapter.body_eval import (
+    CONTROL_FLOW,
+    eqn_site,
+    evaluate_eqns,
+    uninitialized,
+)
 from pallaslab._src.core.jax_adapter.lanes import lane_indices
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
     feature_notice,
-    jax_core,
     state_indexing,
     tree_util,
 )
@@ -173,27 +177,18 @@ class Interpreter:
 
     def _run_inputs(self, jaxpr: Any, inputs: Sequence[Any], values: Sequence[Any]) -> list[Any]:
         """Evaluates `jaxpr` with each of `inputs` (its variables) bound to a value."""
-        env: dict[Any, Any] = dict(zip(inputs, values, strict=True))
 
-        def read(atom: Any) -> Any:
-            return atom.val if isinstance(atom, jax_core.Literal) else env[atom]
-
-        for eqn in jaxpr.eqns:
+        def apply(eqn: Any, values: list[Any]) -> list[Any]:
             self.steps += 1
             if self.steps > MAX_STEPS:
                 raise StepLimitError
-            values = [read(v) for v in eqn.invars]
-            outputs = self._eqn(eqn, values)
-            env.update(
-                (var, value)
-                for var, value in zip(eqn.outvars, outputs, strict=True)
-                if not isinstance(var, jax_core.DropVar)
-            )
-        return [read(v) for v in jaxpr.outvars]
+            return self._eqn(eqn, values)
+
+        return evaluate_eqns(jaxpr, zip(inputs, values, strict=True), apply)
 
     def _eqn(self, eqn: Any, values: list[Any]) -> list[Any]:
         name = eqn.primitive.name
-        where = _where(eqn)
+        where = eqn_site(eqn)
         if name == "get":
             buffer, *flat = values
             return [self._load(eqn, buffer, self._transforms(eqn, "tree", flat), None, None)]
@@ -221,14 +216,8 @@ class Interpreter:
             return list(values)
         if name in _SKIPPED:
             return [None] * len(eqn.outvars)
-        if name == "scan":
-            return self._scan(eqn, values)
-        if name == "while":
-            return self._while(eqn, values)
-        if name == "cond":
-            return self._cond(eqn, values)
-        if name == "run_scoped":
-            return self._run_scoped(eqn, values)
+        if name in CONTROL_FLOW:
+            return list(getattr(self, f"_{name}")(eqn, values))
         if name in CALL_PRIMITIVES:
             holds_buffer = any(isinstance(v, Buffer) for v in values)
             if not holds_buffer:
@@ -279,7 +268,7 @@ class Interpreter:
             if mask is None
             else np.broadcast_to(np.asarray(mask, dtype=bool), shape)
         )
-        file, line = _where(eqn)
+        file, line = eqn_site(eqn)
         self.record(
             ElementAccess(
                 kind=kind,
@@ -296,11 +285,11 @@ class Interpreter:
 
     def _load(self, eqn: Any, buffer: Any, transforms: Any, mask: Any, other: Any) -> Any:
         if not isinstance(buffer, Buffer):
-            raise UnsupportedError("a load from something that is not a kernel ref", *_where(eqn))
-        view = _lanes(buffer, transforms or (), _where(eqn))
+            raise UnsupportedError("a load from something that is not a kernel ref", *eqn_site(eqn))
+        view = _lanes(buffer, transforms or (), eqn_site(eqn))
         enabled = self._access(eqn, "read", buffer, view, mask)
         values, inside = _gather(buffer.data, view)
-        values = np.where(inside, values, _fill(buffer.data.dtype))
+        values = np.where(inside, values, uninitialized(buffer.data.dtype))
         if other is not None:
             values = np.where(enabled, values, np.asarray(other, dtype=buffer.data.dtype))
         return values.astype(buffer.data.dtype)
@@ -309,8 +298,8 @@ class Interpreter:
         self, eqn: Any, buffer: Any, transforms: Any, value: Any, mask: Any, *, kind: AccessKind
     ) -> Any:
         if not isinstance(buffer, Buffer):
-            raise UnsupportedError("a store to something that is not a kernel ref", *_where(eqn))
-        view = _lanes(buffer, transforms or (), _where(eqn))
+            raise UnsupportedError("a store to something that is not a kernel ref", *eqn_site(eqn))
+        view = _lanes(buffer, transforms or (), eqn_site(eqn))
         enabled = self._access(eqn, kind, buffer, view, mask)
         old, inside = _gather(buffer.data, view)
         value = np.broadcast_to(np.asarray(value, dtype=buffer.data.dtype), view.shape)
@@ -323,7 +312,7 @@ class Interpreter:
                 buffer.data[target] = value[live]
         elif bool(live):
             buffer.data[()] = buffer.data[()] + value if kind == "update" else value
-        return np.where(inside, old, _fill(buffer.data.dtype)).astype(buffer.data.dtype)
+        return np.where(inside, old, uninitialized(buffer.data.dtype)).astype(buffer.data.dtype)
 
     # -- control flow ----------------------------------------------------------------
 
@@ -378,7 +367,7 @@ class Interpreter:
             except TypeError:  # a semaphore: what uses it stops the interpretation
                 dtype = np.dtype(np.int32)
             buffer = Buffer(
-                self.first_scoped + len(self.scoped), np.full(shape, _fill(dtype), dtype)
+                self.first_scoped + len(self.scoped), np.full(shape, uninitialized(dtype), dtype)
             )
             self.scoped.append(buffer)
             buffers.append(buffer)
@@ -398,24 +387,9 @@ def _gather(data: np.ndarray, view: _View) -> tuple[np.ndarray, np.ndarray]:
     return data[tuple(clipped)], inside
 
 
-def _fill(dtype: Any) -> Any:
-    """What a lane outside a buffer reads: NaN for floats (as Pallas' interpreter)."""
-    dtype = np.dtype(dtype)
-    if dtype.kind in "fc" or dtype.name in ("bfloat16",) or "float" in dtype.name:
-        return np.asarray(np.nan).astype(dtype)
-    if dtype.kind == "b":
-        return False
-    return np.iinfo(dtype).min if dtype.kind in "iu" else 0
-
-
 def _sub_jaxpr(eqn: Any) -> tuple[Any, list[Any]] | None:
     sub = call_body(eqn.params)
     return None if sub is None else closed_parts(sub)
-
-
-def _where(eqn: Any) -> tuple[str, int]:
-    location = user_location(eqn.source_info)
-    return (location.file, location.line) if location is not None else ("", 0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,7 +34,7 @@ _auto_interpret = threading.local()
 _MESH_INTERPRET = trace_state("pallaslab_mesh_interpret", True)
 _cpu_rule_installed = False
 _platform_rules: set[str] = set()
-# pallaslab's emulator (core/emulator.py registers it): given a pallas_call's params,
+# pallaslab's emulator (core/emulator/hook.py registers it): given a pallas_call's params,
 # its input avals and whether kernels should run on CPU at all, it returns a function
 # computing the outputs, "interpret" for Pallas' interpreter, or None to leave the call
 # to JAX.

@@ -1,30 +1,15 @@
-"""Checks that run a kernel with the emulator: leaks, out-of-bounds accesses and races.
+"""Leaks: output tiles that depend on padding, never-written memory or masked-out lanes.
 
-Each runs one kernel alone, on the values it receives in the program, several times in
-one compiled computation:
-
-- `find_leaks` fills edge-block padding, outputs and scratch buffers first as Pallas'
-  interpreter does (NaN, or the smallest integer) and then with an ordinary value;
-  output tiles that change depend on memory no program should read. The lanes masked
-  loads without `other=` turn off (undefined on a GPU) are varied the same way. Each
-  source is then varied alone to say which one leaks.
-- `find_out_of_bounds` runs the instrumented body for every program and reports the
-  loads and stores that reached outside their ref: a dynamic slice JAX clamps into
-  the block (so the emulator, like Pallas' interpreter, quietly used other elements),
-  or masked lanes enabled outside the array.
-- `confirm_races` runs the grid in seeded orders the backend allows (concurrent
-  programs reading the same state, TPU cores not reading output blocks back) and
-  compares with the grid's order.
-
-Those programs are compiled through the compile cache, keyed on the kernel, the plan
-and the variants: checking an unchanged kernel again (a cell run again) compiles
-nothing.
+`find_leaks` fills edge-block padding, outputs and scratch buffers first as Pallas'
+interpreter does (NaN, or the smallest integer) and then with an ordinary value;
+output tiles that change depend on memory no program should read. The lanes masked
+loads without `other=` turn off (undefined on a GPU) are varied the same way. Each
+source is then varied alone to say which one leaks.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,68 +17,11 @@ import jax
 import numpy as np
 
 from pallaslab._src.core import compile_cache, emulator, sharing
+from pallaslab._src.core.checking.outputs import differs, ref_label, tiles_of
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.core.jax_adapter import instrument
 from pallaslab._src.geometry import races as geometry
-from pallaslab._src.records import Leak, OutOfBounds, RaceCheck, SourceLocation
-
-SEEDS = (0, 1, 2)
-
-
-def _run_variants(
-    call: adapter.KernelCall,
-    plan: emulator.Plan,
-    operands: Sequence[Any],
-    requests: Sequence[emulator.Request],
-) -> list[list[np.ndarray]]:
-    """Outputs of the kernel under each request, computed in one compiled program."""
-
-    def build() -> Any:
-        def run(*args: Any) -> list[list[Any]]:
-            return [emulator.run_call(call, plan, args, request) for request in requests]
-
-        return run
-
-    what = ("variants", emulator.check_key(call, plan), tuple(_for_call(r, call) for r in requests))
-    results = compile_cache.compile_keyed(what, build(), operands)(*operands)
-    return [[np.asarray(o) for o in outputs] for outputs in results]
-
-
-def _for_call(request: emulator.Request, call: adapter.KernelCall) -> emulator.Request:
-    """The request as it acts on this kernel.
-
-    Its target (a name with a source line, different each time a cell runs) is
-    resolved to "this kernel" or "not this one".
-    """
-    if request.applies_to(emulator.kernel_key(call.record)):
-        return dataclasses.replace(request, target="")
-    return emulator.Request(mode=request.mode)
-
-
-def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise: the values differ (NaN equals NaN)."""
-    if a.dtype.kind in "fc":
-        both_nan = np.isnan(a) & np.isnan(b)
-        return np.asarray(~((a == b) | both_nan))
-    return np.asarray(a != b)
-
-
-def _tiles(mask: np.ndarray, layout: adapter.BlockLayout) -> list[tuple[int, ...]]:
-    """Tiles (block indices) holding a True element, in order."""
-    if not mask.any():
-        return []
-    lows = [lo for lo, _ in layout.padding]
-    padded = np.zeros(layout.padded_shape, bool)
-    padded[tuple(slice(lo, lo + d) for lo, d in zip(lows, layout.shape, strict=True))] = mask
-    split: list[int] = []
-    for extent, size in zip(layout.padded_shape, layout.block, strict=True):
-        split += [extent // size, size]
-    tiles = padded.reshape(split).any(axis=tuple(range(1, len(split), 2)))
-    return [tuple(int(v) for v in t) for t in np.argwhere(tiles)]
-
-
-# ---------------------------------------------------------------------------
-# Padding and never-written memory.
+from pallaslab._src.records import Leak, SourceLocation
 
 
 def _sources(call: adapter.KernelCall) -> list[tuple[int, str, str]]:
@@ -170,7 +98,7 @@ def _find_leaks(
     sources = [
         *((position, cause, label, None) for position, cause, label in _sources(call)),
         *(
-            (site.ref, "masked-load-without-other", _ref_label(call, site.ref), site)
+            (site.ref, "masked-load-without-other", ref_label(call, site.ref), site)
             for site in loads
         ),
     ]
@@ -217,13 +145,13 @@ def _find_leaks(
     batched = compile_cache.compile_keyed(what, jax.vmap(run, in_axes=(None, 0, 0)), args)(*args)
     results = [[np.asarray(o[v]) for o in batched] for v in range(len(chosen))]
     base, varied = results[0], results[1]
-    if not any(_differs(a, b).any() for a, b in zip(base, varied, strict=True)):
+    if not any(differs(a, b).any() for a, b in zip(base, varied, strict=True)):
         return []
     per_source = [varied] if len(sources) == 1 else results[2:]
     leaks = []
     for (position, cause, label, site), outputs in zip(sources, per_source, strict=True):
         for m, (want, got) in enumerate(zip(base, outputs, strict=True)):
-            mask = _differs(want, got)
+            mask = differs(want, got)
             if not mask.any():
                 continue
             stored = None
@@ -252,13 +180,6 @@ def _masked_loads(call: adapter.KernelCall) -> list[instrument.AccessSite]:
 
 def _source_name(position: int, site: instrument.AccessSite | None) -> str:
     return f"load{site.index}" if site is not None else str(position)
-
-
-def _ref_label(call: adapter.KernelCall, position: int) -> str:
-    operands = call.record.operands
-    if 0 <= position < len(operands):
-        return operands[position].label
-    return "a scoped buffer" if position == -1 else "a ref"
 
 
 def _at_load(leak: Leak, site: instrument.AccessSite) -> Leak:
@@ -308,7 +229,7 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
     for kind, part in groups:
         if not part.any():
             continue
-        tiles = _tiles(part, layout)
+        tiles = tiles_of(part, layout)
         nan = int(np.isnan(values[part]).sum()) if values.dtype.kind in "fc" else 0
         found.append(
             Leak(
@@ -438,151 +359,3 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
             "without zeroing it first under pl.when(... == 0))."
         )
     return f"Write {operand.label} before reading it in every program that reads it."
-
-
-# ---------------------------------------------------------------------------
-# Loads and stores outside their ref.
-
-# Programs named per report (the count says how many in all).
-_PROGRAMS_SHOWN = 8
-
-
-def find_out_of_bounds(
-    call: adapter.KernelCall,
-    plan: emulator.Plan,
-    operands: Sequence[Any],
-    *,
-    kernel_index: int = 0,
-) -> list[OutOfBounds]:
-    """Loads and stores that reach outside their ref, in any program, per source line.
-
-    Runs the instrumented body for every program in one compiled computation (the
-    plan's batches): each access whose index is computed at run time, or that has a
-    mask, says whether an enabled lane fell outside its ref, and where it reached.
-
-    Returns:
-        One `OutOfBounds` per access site that does it in some program.
-
-    Raises:
-        instrument.UnsupportedError: When the body cannot be instrumented.
-    """
-    if plan.fallback:
-        return []
-    body = call.instrumented
-    if body is None:
-        raise instrument.UnsupportedError(call.instrumentation_notice)
-    watched = [site for site in body.sites if site.dynamic or site.masked]
-    if not watched:
-        return []
-    probe = instrument.Probe(flags=True)
-
-    def run(*args: Any) -> Any:
-        _, probed = emulator.run_probed(call, plan, args, probe=probe)
-        assert probed is not None
-        return probed.programs, probed.flags, probed.low, probed.high
-
-    what = ("bounds", emulator.check_key(call, plan))
-    checked = compile_cache.compile_keyed(what, run, operands)(*operands)
-    programs, flags, low, high = (np.asarray(v) for v in checked)
-    order = np.lexsort(programs.T[::-1]) if programs.shape[1] else np.arange(len(programs))
-    found = []
-    for site in watched:
-        hits = order[flags[order, site.index]]
-        if not hits.size:
-            continue
-        first = hits[0]
-        rank = len(_ref_shape(call, body, site))
-        found.append(
-            OutOfBounds(
-                kernel=call.record.name,
-                kernel_index=kernel_index,
-                ref=_ref_label(call, site.ref),
-                access=site.kind,
-                cause="masked-lanes-outside" if site.masked else "clamped-slice",
-                shape=_ref_shape(call, body, site),
-                span=tuple(
-                    (int(low[first, site.index, d]), int(high[first, site.index, d]))
-                    for d in range(rank)
-                ),
-                programs=tuple(tuple(int(c) for c in programs[p]) for p in hits[:_PROGRAMS_SHOWN]),
-                program_count=int(hits.size),
-                location=SourceLocation(site.file, site.line) if site.file else None,
-            )
-        )
-    return found
-
-
-def _ref_shape(
-    call: adapter.KernelCall, body: instrument.InstrumentedBody, site: instrument.AccessSite
-) -> tuple[int, ...]:
-    return body.ref_shapes[site.ref] if 0 <= site.ref < len(body.ref_shapes) else ()
-
-
-# ---------------------------------------------------------------------------
-# Races, confirmed by running the grid in other orders.
-
-
-def confirm_races(
-    call: adapter.KernelCall,
-    plan: emulator.Plan,
-    operands: Sequence[Any],
-    backend: str,
-    *,
-    kernel_index: int = 0,
-    seeds: Sequence[int] = SEEDS,
-    conflicts: Sequence[geometry.Conflict] | None = None,
-) -> RaceCheck:
-    """Runs the kernel in seeded orders `backend` allows; compares with grid order.
-
-    GPU orders permute all programs, in waves of concurrent programs that read the
-    same state (so racing read-modify-writes lose updates); programs sharing an
-    array write back only the elements they stored. TPU orders split the leading
-    "parallel" axis across two cores and interleave them, and model each core
-    keeping output blocks in VMEM without reading them back.
-
-    `conflicts` are the geometry's (`sharing.kernel_races`), found here when not given.
-    """
-    record = call.record
-    if conflicts is None:
-        conflicts = sharing.kernel_races(call, plan, operands, backend).conflicts
-    if not conflicts or plan.fallback:
-        return RaceCheck(record.name, kernel_index, backend, len(conflicts), 0, False)
-    key = emulator.kernel_key(record)
-    requests = [emulator.Request(target=key)] + [
-        emulator.Request(order=backend, seed=int(seed), target=key) for seed in seeds
-    ]
-    base, *others = _run_variants(call, plan, operands, requests)
-    tiles: list[tuple[str, tuple[int, ...]]] = []
-    worst = 0.0
-    # NaN appearing where the grid's order gave a number (or vice versa) counts as inf.
-    for outputs in others:
-        for m, (want, got) in enumerate(zip(base, outputs, strict=True)):
-            mask = _differs(want, got)
-            if not mask.any():
-                continue
-            worst = max(worst, _max_change(want, got, mask))
-            layout = call.layouts[call.num_inputs + m]
-            label = record.operands[call.num_scalars + call.num_inputs + m].label
-            for tile in _tiles(mask, layout):
-                if (label, tile) not in tiles:
-                    tiles.append((label, tile))
-    return RaceCheck(
-        kernel=record.name,
-        kernel_index=kernel_index,
-        backend=backend,
-        conflicts=len(conflicts),
-        orders=len(seeds),
-        confirmed=bool(tiles),
-        tiles=tuple(tiles[:64]),
-        max_abs_diff=worst,
-        seeds=tuple(int(s) for s in seeds),
-    )
-
-
-def _max_change(want: np.ndarray, got: np.ndarray, mask: np.ndarray) -> float:
-    if want.dtype.kind not in "fciu":
-        return float(mask.sum())
-    a = want[mask].astype(np.float64)
-    b = got[mask].astype(np.float64)
-    diff = np.abs(a - b)
-    return math.inf if np.isnan(diff).any() else float(diff.max())

@@ -1,0 +1,39 @@
+"""What the checks share: outputs compared elementwise, and where differences lie.
+
+The tiles (block indices) a difference lies in, and a ref's label for the records.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pallaslab._src.core.jax_adapter import emulation as adapter
+
+
+def differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise: the values differ (NaN equals NaN)."""
+    if a.dtype.kind in "fc":
+        both_nan = np.isnan(a) & np.isnan(b)
+        return np.asarray(~((a == b) | both_nan))
+    return np.asarray(a != b)
+
+
+def tiles_of(mask: np.ndarray, layout: adapter.BlockLayout) -> list[tuple[int, ...]]:
+    """Tiles (block indices) holding a True element, in order."""
+    if not mask.any():
+        return []
+    lows = [lo for lo, _ in layout.padding]
+    padded = np.zeros(layout.padded_shape, bool)
+    padded[tuple(slice(lo, lo + d) for lo, d in zip(lows, layout.shape, strict=True))] = mask
+    split: list[int] = []
+    for extent, size in zip(layout.padded_shape, layout.block, strict=True):
+        split += [extent // size, size]
+    tiles = padded.reshape(split).any(axis=tuple(range(1, len(split), 2)))
+    return [tuple(int(v) for v in t) for t in np.argwhere(tiles)]
+
+
+def ref_label(call: adapter.KernelCall, position: int) -> str:
+    operands = call.record.operands
+    if 0 <= position < len(operands):
+        return operands[position].label
+    return "a scoped buffer" if position == -1 else "a ref"
