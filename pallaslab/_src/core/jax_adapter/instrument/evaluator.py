@@ -43,6 +43,7 @@ from pallaslab._src.core.jax_adapter.probes import (
     source_info_util,
     tree_util,
 )
+from pallaslab._src.core.jax_adapter.shapes import scan_counts
 
 _RULES: Any = getattr(state_discharge, "_discharge_rules", None)
 # Newer JAX passes discharge rules one context object instead of the avals.
@@ -283,7 +284,7 @@ class Evaluator:
     def _scan(self, eqn: Any, values: list[Any]) -> list[Any]:
         params = eqn.params
         closed = params["jaxpr"]
-        num_consts, num_carry = int(params["num_consts"]), int(params["num_carry"])
+        num_consts, num_carry = scan_counts(params)
         consts = values[:num_consts]
         carry = values[num_consts : num_consts + num_carry]
         xs = values[num_consts + num_carry :]
