@@ -1315,20 +1315,32 @@ class TestVersionShapes:
 
         from pallaslab._src.core.jax_adapter import chips, lowering
 
-        assert lowering.tpu_chip_known("v5e")
+        assert lowering.tpu_chip_known("v5e")  # the installed JAX's own form, for real
+
+        def info_module(name, lookup=None):
+            module = types.ModuleType(name)
+            if lookup is None:
+
+                def lookup():
+                    return "TPU v5 lite"
+
+                lookup.__module__ = name
+            module.get_device_kind = lookup
+            monkeypatch.setitem(sys.modules, name, module)
+            return module
+
         # 0.10, 0.11: the lookups live in Pallas' own tpu_info module.
-        monkeypatch.delitem(sys.modules, "jax._src.tpu_info", raising=False)
-        monkeypatch.setattr(chips, "_optional", sys.modules.get)
-        assert chips._info_module().__name__ == "jax._src.pallas.mosaic.tpu_info"
-        # main: jax._src.tpu_info defines them (Pallas' module forwards), and wins.
-        moved = types.ModuleType("jax._src.tpu_info")
-
-        def get_device_kind():
-            return "TPU v5 lite"
-
-        get_device_kind.__module__ = moved.__name__
-        moved.get_device_kind = get_device_kind
-        monkeypatch.setitem(sys.modules, moved.__name__, moved)
+        pallas = info_module("jax._src.pallas.mosaic.tpu_info")
+        monkeypatch.setattr(chips, "_optional", {pallas.__name__: pallas}.get)
+        assert chips._info_module() is pallas
+        # main: jax._src.tpu_info defines them and Pallas' module forwards to it.
+        moved = info_module("jax._src.tpu_info")
+        forwarding = info_module("jax._src.pallas.mosaic.tpu_info", moved.get_device_kind)
+        found = {moved.__name__: moved, forwarding.__name__: forwarding}
+        monkeypatch.setattr(chips, "_optional", found.get)
+        assert chips._info_module() is moved
+        # Only the forwarding module importable: still the module that defines them.
+        monkeypatch.setattr(chips, "_optional", {forwarding.__name__: forwarding}.get)
         assert chips._info_module() is moved
 
     def test_kernel_modules_are_parsed_in_a_private_mlir_context(self, monkeypatch):
