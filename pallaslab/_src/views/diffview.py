@@ -12,15 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import anywidget
 import traitlets
 
 from pallaslab._src.base import messages
 from pallaslab._src.records.diffs import Diff
-from pallaslab._src.views import bundle as frontend
 from pallaslab._src.views.contracts import DiffPane, ErrorPane, Header, TabInfo
 from pallaslab._src.views.diffmodel import diff_pane
-from pallaslab._src.views.inspector import MAX_PANE_BYTES, json_size
+from pallaslab._src.views.inspector import MAX_PANE_BYTES, TabbedWidget, json_size
 from pallaslab._src.views.statichtml.diff import diff as diff_parts
 from pallaslab._src.views.statichtml.nodes import Node, h, to_html
 
@@ -58,20 +56,14 @@ def pane(diff: Diff) -> DiffPane | ErrorPane:
     return model
 
 
-class DiffView(anywidget.AnyWidget):
+class DiffView(TabbedWidget):
     """One `Diff` in the inspector's front end: a header and a Diff tab.
 
     The traits are the inspector's (`views/contracts.py`): `header`, `tabs`,
     `selected`, `problem`, and the one pane `pane_diff` (a `DiffPane`).
     """
 
-    _esm = frontend.esm()
-    _css = frontend.css()
-
-    header = traitlets.Dict().tag(sync=True)
-    tabs: traitlets.List[dict[str, str]] = traitlets.List().tag(sync=True)
     selected = traitlets.Unicode("diff").tag(sync=True)
-    problem = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     pane_diff = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
 
     def __init__(self, diff: Diff, **kwargs: Any):

@@ -46,14 +46,10 @@ def pane_trait(tab_id: str) -> str:
     return f"pane_{tab_id}"
 
 
-class Inspector(anywidget.AnyWidget):
-    """Tabs over one inspection: Kernels, Source, Jaxpr, Tiles, IR, Run.
+class TabbedWidget(anywidget.AnyWidget):
+    """The inspector's front end: a header, tabs, a problem banner (`views/contracts.py`).
 
-    The front end shows the pane of `selected` (the trait `pane_<id>`: the tab's view
-    model, `views/contracts.py`); a pane not built yet (null) is built in Python when
-    its tab is selected, so costly tabs cost nothing until asked for. The traits and
-    messages are typed in `views/contracts.py` (`Header`, `TabInfo`, `ProblemModel`,
-    the panes, `TabRequestMessage`, `TabReplyMessage`).
+    Each subclass adds its panes as traits `pane_<id>`.
     """
 
     _esm = bundle.esm()
@@ -63,6 +59,17 @@ class Inspector(anywidget.AnyWidget):
     tabs: traitlets.List[dict[str, str]] = traitlets.List().tag(sync=True)
     selected = traitlets.Unicode("").tag(sync=True)
     problem = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+
+
+class Inspector(TabbedWidget):
+    """Tabs over one inspection: Kernels, Source, Jaxpr, Tiles, IR, Run.
+
+    The front end shows the pane of `selected` (the trait `pane_<id>`: the tab's view
+    model, `views/contracts.py`); a pane not built yet (null) is built in Python when
+    its tab is selected, so costly tabs cost nothing until asked for. The traits and
+    messages are typed in `views/contracts.py` (`Header`, `TabInfo`, `ProblemModel`,
+    the panes, `TabRequestMessage`, `TabReplyMessage`).
+    """
 
     def __init__(
         self,
