@@ -320,11 +320,13 @@ def _reproduce(options: argparse.Namespace) -> int:
 
 
 def _targets() -> int:
-    from pallaslab._src.core.lowering.toolchains import unavailable_reason  # noqa: PLC0415
+    from pallaslab._src.core.lowering.toolchains import unavailable_reasons  # noqa: PLC0415
     from pallaslab._src.records.targets import all_targets  # noqa: PLC0415
 
-    for target in all_targets():
-        reason = unavailable_reason(target)
+    targets = all_targets()
+    unavailable = unavailable_reasons(targets)
+    for target in targets:
+        reason = unavailable[target.name]
         note = f"  [unavailable: {reason}]" if reason else ""
         print(f"{target.name:<20} {target.title}{note}")
     return 0

@@ -81,6 +81,8 @@ class Inspector(TabbedWidget):
         self._inspection = inspection
         self._problem = problem
         self._texts: dict[tuple[str, str], OpenTextRequest] = {}
+        # View models built whole, by tab id (panes dropped from the state included).
+        self._models: dict[str, Payload] = {}
         self._tab_list: list[Tab] = all_tabs()
         # Built panes' sizes, least recently shown first.
         self._sizes: dict[str, int] = {}
@@ -127,6 +129,8 @@ class Inspector(TabbedWidget):
         try:
             pane = tab.model(self._inspection)
             size = json_size(pane)
+            if size <= MAX_PANE_BYTES:
+                self._models[tab.id] = pane  # the static page draws the same model
         except Exception as error:
             pane = {"error": f"{tab.title} could not be built: {messages.describe(error)}"}
             size = json_size(pane)
@@ -213,7 +217,7 @@ class Inspector(TabbedWidget):
         data = bundle_[0] if isinstance(bundle_, tuple) else bundle_
         if data is not None:
             data["text/plain"] = summary_text(self._inspection, self._problem)
-            data["text/html"] = static_page(self._inspection, self._problem)
+            data["text/html"] = static_page(self._inspection, self._problem, self._models)
         return bundle_
 
 

@@ -8,13 +8,14 @@ model by `views/statichtml/`. Styles are inline, so sanitizing front ends keep t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pallaslab._src.base import messages
 from pallaslab._src.views.header import Problem, header
 from pallaslab._src.views.statichtml.nodes import Markup, Node, h, to_html
 from pallaslab._src.views.statichtml.panes import RENDERERS
-from pallaslab._src.views.tabs import Tab, all_tabs
+from pallaslab._src.views.tabs import Payload, Tab, all_tabs
 from pallaslab._src.views.texts import STATIC_PAGE_CHARS, clip_html
 
 if TYPE_CHECKING:
@@ -63,14 +64,23 @@ def _header(inspection: Inspection, problem: Problem | None) -> list[Node]:
     return parts
 
 
-def tab_html(tab: Tab, inspection: Inspection) -> tuple[str, str]:
+def tab_html(tab: Tab, inspection: Inspection, built: Payload | None = None) -> tuple[str, str]:
     """One tab's body as HTML and its one-line summary ("" when it has none).
+
+    Args:
+        tab: The tab.
+        inspection: What it shows.
+        built: The tab's view model as the widget built it, when it has one already
+            (used unless the tab has a model of its own for static pages).
 
     Raises:
         KeyError: For a tab with no static renderer.
     """
     render, summarize = RENDERERS[tab.id]
-    model = (tab.static_model or tab.model)(inspection)
+    if tab.static_model is not None:
+        model = tab.static_model(inspection)
+    else:
+        model = built if built is not None else tab.model(inspection)
     return "".join(to_html(part) for part in render(model)), summarize(model)
 
 
@@ -83,8 +93,15 @@ def static_tab(inspection: Inspection, tab_id: str) -> str:
     return tab_html(next(t for t in all_tabs() if t.id == tab_id), inspection)[0]
 
 
-def static_page(inspection: Inspection, problem: Problem | None = None) -> str:
-    """Every tab of the inspector as one escaped, styled HTML fragment."""
+def static_page(
+    inspection: Inspection,
+    problem: Problem | None = None,
+    built: Mapping[str, Payload] | None = None,
+) -> str:
+    """Every tab of the inspector as one escaped, styled HTML fragment.
+
+    `built`: view models the widget already built, by tab id (not built again).
+    """
     head = "".join(to_html(part) for part in _header(inspection, problem))
     sections: list[Node] = []
     used = len(head)
@@ -92,7 +109,7 @@ def static_page(inspection: Inspection, problem: Problem | None = None) -> str:
         if tab.id not in RENDERERS:
             continue
         try:
-            body, note = tab_html(tab, inspection)
+            body, note = tab_html(tab, inspection, (built or {}).get(tab.id))
         except Exception as error:
             body = to_html(
                 h("p", "pl-problem", f"Could not render this tab: {messages.describe(error)}")

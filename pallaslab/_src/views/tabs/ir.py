@@ -49,6 +49,8 @@ STATIC_LINES = 300
 
 
 def _targets() -> list[IrTarget]:
+    targets = target_names.all_targets()
+    unavailable = toolchains.unavailable_reasons(targets)
     return [
         {
             "name": t.name,
@@ -59,9 +61,9 @@ def _targets() -> list[IrTarget]:
             "arch": t.arch,
             "language": t.language,
             "program": t.program,
-            "unavailable": toolchains.unavailable_reason(t) or "",
+            "unavailable": unavailable[t.name] or "",
         }
-        for t in target_names.all_targets()
+        for t in targets
     ]
 
 
