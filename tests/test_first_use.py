@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import textwrap
 from pathlib import Path
 
 import jax
@@ -18,28 +17,10 @@ from pallaslab._src.geometry import merit
 from pallaslab._src.geometry.tilemap import TileMap
 from pallaslab._src.views.static_page import static_tab
 from tests import corpus
+from tests.test_cli import KERNELS as CLI_KERNELS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-
-CLI_KERNELS = textwrap.dedent(
-    """\
-    import jax, jax.numpy as jnp
-    from jax.experimental import pallas as pl
-
-    def add_kernel(x_ref, y_ref, o_ref):
-        o_ref[...] = x_ref[...] + y_ref[...]
-
-    def add(x, y, block=128):
-        return pl.pallas_call(
-            add_kernel,
-            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-            grid=(x.shape[0] // block,),
-            in_specs=[pl.BlockSpec((block,), lambda i: (i,))] * 2,
-            out_specs=pl.BlockSpec((block,), lambda i: (i,)),
-        )(x, y)
-    """
-)
 
 
 def _lower(tmp_path, capsys, *flags):
