@@ -29,26 +29,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
-from jax.experimental.pallas import triton as pltriton
 
 import pallaslab
 from pallaslab._src.core import checking, emulator, jax_adapter, sharing
+from tests import corpus
 
 BLOCK = 1024
 
 
 def masked_add(n: int) -> object:
-    def kernel(x_ref, y_ref, o_ref):
-        pid = pl.program_id(0)
-        mask = pid * BLOCK + jnp.arange(BLOCK) < n
-        x = pltriton.load(x_ref.at[pl.ds(pid * BLOCK, BLOCK)], mask=mask, other=0.0)
-        y = pltriton.load(y_ref.at[pl.ds(pid * BLOCK, BLOCK)], mask=mask, other=0.0)
-        pltriton.store(o_ref.at[pl.ds(pid * BLOCK, BLOCK)], x + y, mask=mask)
-
-    return pl.pallas_call(
-        kernel, out_shape=jax.ShapeDtypeStruct((n,), jnp.float32), grid=(pl.cdiv(n, BLOCK),)
-    )
+    """The Triton puzzles' masked vector add over whole arrays, in blocks of BLOCK."""
+    return corpus.triton_masked_add(n, BLOCK).fn
 
 
 def best_of(fn: object, repeats: int) -> float:

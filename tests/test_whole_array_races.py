@@ -31,18 +31,7 @@ N, B = 1000, 128
 
 def masked_add(n=N, block=B):
     """The Triton puzzles' vector add: whole arrays, a masked ragged tail."""
-
-    def kernel(x_ref, y_ref, o_ref):
-        pid = pl.program_id(0)
-        offsets = pid * block + jnp.arange(block)
-        mask = offsets < n
-        x = pltriton.load(x_ref.at[pl.ds(pid * block, block)], mask=mask, other=0.0)
-        y = pltriton.load(y_ref.at[pl.ds(pid * block, block)], mask=mask, other=0.0)
-        pltriton.store(o_ref.at[pl.ds(pid * block, block)], x + y, mask=mask)
-
-    return pl.pallas_call(
-        kernel, out_shape=jax.ShapeDtypeStruct((n,), jnp.float32), grid=(pl.cdiv(n, block),)
-    )
+    return corpus.triton_masked_add(n, block).fn
 
 
 def scale_2d(rows=48, cols=200, bm=16, bn=128):
