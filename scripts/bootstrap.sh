@@ -39,28 +39,26 @@ install_pallaslab() {
       nvidia-cuda-nvcc nvidia-cuda-nvdisasm nvidia-cuda-runtime
   fi
   echo "==> installing pallaslab[$extras] into $VENV"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --progress-bar off -e "$ROOT[$extras]"
+  # The build hook would build the front ends inside pip (and only warn when it cannot):
+  # the scripts build them once, afterwards, with build_frontends.
+  SKIP_JUPYTER_BUILDER=1 "$VENV/bin/python" -m pip install --quiet \
+    --disable-pip-version-check --progress-bar off -e "$ROOT[$extras]"
 }
 
-# The lab extension and the widgets' front end are built from labextension/ (TypeScript).
-# The editable install's build hook builds them too but, by design, only warns when it
-# cannot (no Node, a failed `jlpm install`): build here, where a failure stops the script.
+# The lab extension and the widgets' front end are built from labextension/ (TypeScript),
+# here, where a failure stops the script.
 build_frontends() {
   (cd "$ROOT/labextension" && jlpm install --immutable && jlpm build:prod)
 }
 
-# Links the built extension into the environment when the editable install did not put
-# it there (its build hook failed or ran before the build existed): the symlink makes
-# every later build visible to JupyterLab without reinstalling.
+# Links the built extension into the environment (a symlink to pallaslab/labextension),
+# replacing any copy an install left there: JupyterLab then serves every later build.
 link_labextension() {
-  if ! jupyter labextension list 2>&1 | grep -Eq "pallaslab v[0-9][^ ]* .*enabled.*OK"; then
-    echo "==> linking the lab extension into $VENV"
-    if command -v jupyter-builder >/dev/null 2>&1; then
-      jupyter-builder develop --overwrite "$ROOT"
-    else
-      jupyter labextension develop --overwrite "$ROOT"
-    fi
+  echo "==> linking the lab extension into $VENV"
+  if command -v jupyter-builder >/dev/null 2>&1; then
+    jupyter-builder develop --overwrite "$ROOT"
+  else
+    jupyter labextension develop --overwrite "$ROOT"
   fi
 }
 
