@@ -205,7 +205,3 @@ def _tpu(found: TpuResources) -> ResourceFacts:
 
 def _maybe(value: int | None) -> str:
     return "-" if value is None else str(value)
-
-
-def _nbytes(value: int | None) -> str:
-    return "-" if value is None else fmt.nbytes(value)

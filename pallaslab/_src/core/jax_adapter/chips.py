@@ -271,12 +271,6 @@ def chip_scope(generation: str, *, fallback: bool = False) -> Iterator[None]:
         _STATE.set_local(previous)
 
 
-def chosen_chip() -> str | None:
-    """The generation answering for the TPU now (None: JAX's own answer)."""
-    chip = _answering()
-    return chip.generation if chip is not None else None
-
-
 def asks_for_a_tpu(error: BaseException) -> bool:
     """Whether `error` is Pallas failing to learn which TPU it is on (no TPU at hand)."""
     seen: BaseException | None = error

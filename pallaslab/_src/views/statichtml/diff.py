@@ -35,11 +35,6 @@ def diff(model: DiffPane) -> list[Node]:
     return parts
 
 
-def diff_summary(model: DiffPane) -> str:
-    """The summary line."""
-    return model["summary"]
-
-
 def _group(group: DiffGroup) -> Node:
     rows = [
         h(
