@@ -25,6 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pallaslab._src.base import words
+
 EXTRA = "pallaslab[gpu-compile]"
 
 
@@ -198,7 +200,9 @@ def _problem(
         install += _pinned(family, jaxlib)
     ptxas, nvdisasm, libdevice, cudart = tools
     if not ptxas or not libdevice:
-        missing.append(_and([n for n, p in (("ptxas", ptxas), ("libdevice", libdevice)) if not p]))
+        missing.append(
+            words.and_list([n for n, p in (("ptxas", ptxas), ("libdevice", libdevice)) if not p])
+        )
         install.append(family.nvcc)
     if not nvdisasm:
         missing.append("nvdisasm")
@@ -210,15 +214,12 @@ def _problem(
         return None
     command = "pip install " + " ".join(f"'{arg}'" if "=" in arg else arg for arg in install)
     everything = f" (everything at once: pip install '{EXTRA}')" if family is DEFAULT_PLUGIN else ""
-    return f"XLA's GPU compile (xla-gpu targets) needs {_and(missing)}: {command}{everything}."
+    needs = words.and_list(missing)
+    return f"XLA's GPU compile (xla-gpu targets) needs {needs}: {command}{everything}."
 
 
 def _pinned(family: Plugin, jaxlib: str) -> list[str]:
     return [f"{family.distribution}=={jaxlib}", f"{family.pjrt_distribution}=={jaxlib}"]
-
-
-def _and(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _version(distribution: str) -> str:

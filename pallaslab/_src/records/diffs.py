@@ -13,7 +13,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, Literal
 
-from pallaslab._src.base import display
+from pallaslab._src.base import display, words
 from pallaslab._src.base.textdiff import Op
 
 if TYPE_CHECKING:
@@ -346,22 +346,13 @@ def format_value(value: Value, unit: str = "") -> str:
     if isinstance(value, str):
         return value
     if unit == "B":
-        return _bytes(value)
+        return words.nbytes(value)
     if unit == "%":
         return f"{value:.0f}%"
     if isinstance(value, int):
         return str(value)
     text = f"{value:.3g}"
     return f"{text} {unit}".strip() if unit not in ("x",) else f"{text}x"
-
-
-def _bytes(count: float) -> str:
-    amount = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(amount) < 1024 or unit == "GiB":
-            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.3g} {unit}"
-        amount /= 1024
-    return f"{count} B"  # pragma: no cover
 
 
 def _effect(delta: Delta) -> str:

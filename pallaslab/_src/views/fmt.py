@@ -18,16 +18,6 @@ def array_type(dtype: str, dims: Sequence[int]) -> str:
     return f"{short_dtype(dtype)}[{','.join(str(d) for d in dims)}]"
 
 
-def nbytes(count: int) -> str:
-    """Bytes in binary units: `48 KiB`."""
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" or value >= 100 else f"{value:.3g} {unit}"
-        value /= 1024
-    return f"{count} B"  # pragma: no cover
-
-
 def seconds(value: float) -> str:
     """`12.3 ms`, `1.20 s`."""
     if value < 1e-3:

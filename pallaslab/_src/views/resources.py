@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from pallaslab._src.base import words
 from pallaslab._src.records import SourceLocation
 from pallaslab._src.records.lowered import GpuResources, TpuResources
 from pallaslab._src.views import fmt
@@ -114,7 +115,7 @@ def _gpu(found: GpuResources) -> ResourceFacts:
         else f"{found.spill_store_bytes} B stores, {found.spill_load_bytes} B loads"
     )
     registers = _maybe(found.registers_per_thread)
-    shared = fmt.nbytes(found.shared_bytes)
+    shared = words.nbytes(found.shared_bytes)
     occupancy = tuple(
         OccupancyFact(
             gpu=o.gpu,
@@ -146,7 +147,7 @@ def _gpu(found: GpuResources) -> ResourceFacts:
             ("register spills", spills),
             (
                 "local memory per thread",
-                "-" if found.local_bytes is None else fmt.nbytes(found.local_bytes),
+                "-" if found.local_bytes is None else words.nbytes(found.local_bytes),
             ),
             ("shared memory per block", shared),
         ),
@@ -156,23 +157,22 @@ def _gpu(found: GpuResources) -> ResourceFacts:
 
 def _tpu(found: TpuResources) -> ResourceFacts:
     share = found.vmem_bytes / found.vmem_capacity if found.vmem_capacity else 0.0
-    vmem = (
-        f"{fmt.nbytes(found.vmem_bytes)} of {fmt.nbytes(found.vmem_capacity)} ({100 * share:.1f}%)"
-    )
+    used, capacity = words.nbytes(found.vmem_bytes), words.nbytes(found.vmem_capacity)
+    vmem = f"{used} of {capacity} ({100 * share:.1f}%)"
     facts = [("chip", found.chip), ("VMEM of blocks and scratch", vmem)]
     if found.bundles is not None:
         facts.append(("bundles", str(found.bundles)))
     if found.loop_body_bundles is not None:
         facts.append(("bundles per grid step (loop body)", str(found.loop_body_bundles)))
     if found.code_bytes is not None:
-        facts.append(("program code size (runtime included)", fmt.nbytes(found.code_bytes)))
+        facts.append(("program code size (runtime included)", words.nbytes(found.code_bytes)))
     problems = len(found.tiling_problems)
     summary = [
         f"TPU {found.chip}",
         f"VMEM {vmem}",
         f"{found.bundles} bundles" if found.bundles is not None else "",
         f"{found.loop_body_bundles} per grid step" if found.loop_body_bundles is not None else "",
-        f"program code {fmt.nbytes(found.code_bytes)}" if found.code_bytes is not None else "",
+        f"program code {words.nbytes(found.code_bytes)}" if found.code_bytes is not None else "",
         f"{problems} block(s) break the (8, 128) rule" if problems else "",
     ]
     return ResourceFacts(
@@ -187,8 +187,8 @@ def _tpu(found: TpuResources) -> ResourceFacts:
                 "block": fmt.shape(b.block_shape),
                 "dtype": b.dtype,
                 "buffers": b.buffers,
-                "bytes": fmt.nbytes(b.bytes),
-                "padded": fmt.nbytes(b.padded_bytes),
+                "bytes": words.nbytes(b.bytes),
+                "padded": words.nbytes(b.padded_bytes),
             }
             for b in found.vmem_blocks
         ),

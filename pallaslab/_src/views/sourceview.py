@@ -6,7 +6,7 @@ import dataclasses
 import weakref
 from typing import TYPE_CHECKING, Literal
 
-from pallaslab._src.base import sources
+from pallaslab._src.base import sources, words
 from pallaslab._src.views import texts, where
 from pallaslab._src.views.contracts import SourceWindow
 
@@ -90,16 +90,12 @@ def _merged_marks(found: dict[int, dict[MarkKind, list[str]]]) -> list[Mark]:
     """
     marks = []
     for line, kinds in found.items():
-        words = [
-            _MARK_WORDS[kind].format(_and(list(dict.fromkeys(subjects))))
+        phrases = [
+            _MARK_WORDS[kind].format(words.and_list(list(dict.fromkeys(subjects))))
             for kind, subjects in kinds.items()
         ]
-        marks.append(Mark(line, next(iter(kinds)), " · ".join(words)))
+        marks.append(Mark(line, next(iter(kinds)), " · ".join(phrases)))
     return marks
-
-
-def _and(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _source_files(inspection: Inspection) -> list[SourceFile]:

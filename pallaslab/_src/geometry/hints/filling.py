@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
+from pallaslab._src.base import words
 from pallaslab._src.geometry.hints.inputs import (
     HintInputs,
     call_line,
-    format_bytes,
     make_hint,
     occupancy_row,
 )
@@ -113,9 +113,9 @@ def one_stage_pipeline(inputs: HintInputs) -> list[Hint]:
             inputs,
             "one-stage-pipeline",
             "warning",
-            f"The grid has a single program, so Pallas copies all {format_bytes(inputs_bytes)} of "
+            f"The grid has a single program, so Pallas copies all {words.nbytes(inputs_bytes)} of "
             "its input blocks into VMEM before the body starts and writes the outputs back "
-            f"after it ends: nothing overlaps the {format_bytes(moved)} of copies (about "
+            f"after it ends: nothing overlaps the {words.nbytes(moved)} of copies (about "
             f"{microseconds:.3g} us at {chip.name}'s {chip.memory_bandwidth / 1e9:.0f} GB/s). "
             "A grid of several programs lets the pipeline copy the next blocks while the body "
             "computes.",

@@ -91,15 +91,6 @@ def call_line(kernel: Kernel) -> SourceLocation | None:
     return kernel.source
 
 
-def format_bytes(count: float) -> str:
-    amount = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if amount < 1024 or unit == "GiB":
-            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.3g} {unit}"
-        amount /= 1024
-    return f"{count} B"  # pragma: no cover
-
-
 def shape_text(dims: Sequence[int | None]) -> str:
     inner = ", ".join("None" if d is None else str(d) for d in dims)
     return f"({inner},)" if len(dims) == 1 else f"({inner})"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from pallaslab._src.base import words
 from pallaslab._src.geometry.hints.inputs import (
     HintInputs,
     call_line,
-    format_bytes,
     make_hint,
     occupancy_row,
 )
@@ -40,9 +40,9 @@ def working_set(inputs: HintInputs) -> list[Hint]:
                 inputs,
                 "working-set",
                 "error",
-                f"The blocks of one program take {format_bytes(merit.working_set_bytes)} (each "
+                f"The blocks of one program take {words.nbytes(merit.working_set_bytes)} (each "
                 f"pipelined block twice: one copy in flight), more than the "
-                f"{format_bytes(fit.capacity_bytes)} of {fit.capacity_name} on {inputs.chip.name}: "
+                f"{words.nbytes(fit.capacity_bytes)} of {fit.capacity_name} on {inputs.chip.name}: "
                 "the kernel will not compile. Use smaller blocks, pl.Buffered(1) for blocks "
                 "that never change, or raise CompilerParams(vmem_limit_bytes=...) as far as "
                 "the physical VMEM.",
@@ -55,9 +55,9 @@ def working_set(inputs: HintInputs) -> list[Hint]:
             inputs,
             "working-set",
             "warning",
-            f"The blocks of one program take {format_bytes(merit.working_set_bytes)} "
+            f"The blocks of one program take {words.nbytes(merit.working_set_bytes)} "
             "(double-buffered), more than the "
-            f"{format_bytes(fit.capacity_bytes)} of shared memory a thread block can have on "
+            f"{words.nbytes(fit.capacity_bytes)} of shared memory a thread block can have on "
             f"{inputs.chip.name}: the pipeline cannot hold them. Smaller blocks, or fewer "
             "buffers (pl.Buffered), fit.",
             largest.blockspec_location if largest else None,
@@ -86,8 +86,8 @@ def occupancy(inputs: HintInputs) -> list[Hint]:
         )
     else:
         cause = (
-            f"each block takes {format_bytes(gpu.shared_bytes)} of shared memory, so an SM "
-            f"({format_bytes(chip.shared_memory_per_sm)}) holds {row.blocks_per_sm} blocks"
+            f"each block takes {words.nbytes(gpu.shared_bytes)} of shared memory, so an SM "
+            f"({words.nbytes(chip.shared_memory_per_sm)}) holds {row.blocks_per_sm} blocks"
         )
         fix = "Fewer pipeline stages (num_stages) or smaller blocks free shared memory."
     severity: Severity = "error" if row.blocks_per_sm == 0 else "warning"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pallaslab._src.geometry.hints.inputs import HintInputs, format_bytes, make_hint
+from pallaslab._src.base import words
+from pallaslab._src.geometry.hints.inputs import HintInputs, make_hint
 from pallaslab._src.records.hints import Hint
 
 # Masked accesses switching on less than this share of their lanes.
@@ -86,8 +87,8 @@ def revisits(inputs: HintInputs) -> list[Hint]:
                 "hbm-revisits",
                 "warning" if ratio >= REVISIT_WARNING else "info",
                 f"{operand.label} crosses between HBM and the kernel {ratio:.3g} times over "
-                f"({format_bytes(entry.hbm_bytes)} moved for a "
-                f"{format_bytes(entry.min_bytes)} array):"
+                f"({words.nbytes(entry.hbm_bytes)} moved for a "
+                f"{words.nbytes(entry.min_bytes)} array):"
                 f"{along}. {advice}",
                 operand.blockspec_location,
                 [

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Literal
 
+from pallaslab._src.base import words
 from pallaslab._src.geometry.races.windows import block_index
 from pallaslab._src.records import Operand
 
@@ -128,9 +129,7 @@ def axes_text(axes: Sequence[int], names: Sequence[str]) -> str:
         parts.append(
             f"grid axis {axis}" + (f" ({name})" if name and name != f"axis {axis}" else "")
         )
-    if not parts:
-        return "no axis"
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return words.and_list(parts) if parts else "no axis"
 
 
 def tuple_text(values: Sequence[int]) -> str:

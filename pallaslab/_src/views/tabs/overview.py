@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from pallaslab._src.base import messages
+from pallaslab._src.base import messages, words
 from pallaslab._src.geometry import races as race_geometry
 from pallaslab._src.geometry.limits import MAX_PROGRAMS
 from pallaslab._src.records import Kernel, Operand
@@ -34,7 +34,7 @@ def _operand(operand: Operand) -> OperandRow:
         "origin": operand.origin,
         "type": fmt.array_type(operand.dtype, operand.shape),
         "block": fmt.operand_block(operand),
-        "blockBytes": fmt.nbytes(operand.block_bytes),
+        "blockBytes": words.nbytes(operand.block_bytes),
         "indexMap": fmt.index_map_text(operand),
         "memory": operand.memory_space,
         "buffers": operand.buffer_count,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pallaslab._src.base import words
 from pallaslab._src.geometry import merit
 from pallaslab._src.views import fmt
 from pallaslab._src.views.contracts import ChipFit, Merit
@@ -18,21 +19,21 @@ def merit_json(figures: merit.KernelMerit) -> Merit:
                 "reads": [o.reads_min, round(o.reads_mean, 3), o.reads_max],
                 "transfers": o.transfers,
                 "bytes": o.hbm_bytes,
-                "bytesText": fmt.nbytes(o.hbm_bytes),
-                "minBytesText": fmt.nbytes(o.min_bytes),
+                "bytesText": words.nbytes(o.hbm_bytes),
+                "minBytesText": words.nbytes(o.min_bytes),
                 "ratio": round(o.traffic_ratio, 3),
-                "blockText": fmt.nbytes(o.block_bytes),
+                "blockText": words.nbytes(o.block_bytes),
                 "buffers": o.buffers,
             }
             for o in figures.operands
         ],
         "bytes": figures.hbm_bytes,
-        "bytesText": fmt.nbytes(figures.hbm_bytes),
-        "minBytesText": fmt.nbytes(figures.min_hbm_bytes),
+        "bytesText": words.nbytes(figures.hbm_bytes),
+        "minBytesText": words.nbytes(figures.min_hbm_bytes),
         "ratio": round(figures.traffic_ratio, 3),
         "workingSet": figures.working_set_bytes,
-        "workingSetText": fmt.nbytes(figures.working_set_bytes),
-        "smemText": fmt.nbytes(figures.smem_bytes),
+        "workingSetText": words.nbytes(figures.working_set_bytes),
+        "smemText": words.nbytes(figures.smem_bytes),
         "flops": figures.flops,
         "flopsText": _si(figures.flops, "FLOP") if figures.flops is not None else "unknown",
         "flopsSource": figures.flops_source,
@@ -50,7 +51,7 @@ def fit_json(fit: merit.ChipFit, working_set: int) -> ChipFit:
     return {
         "chip": fit.chip,
         "capacity": fit.capacity_bytes,
-        "capacityText": fmt.nbytes(fit.capacity_bytes),
+        "capacityText": words.nbytes(fit.capacity_bytes),
         "capacityName": fit.capacity_name,
         "fits": fit.fits,
         "share": working_set / fit.capacity_bytes if fit.capacity_bytes else None,
