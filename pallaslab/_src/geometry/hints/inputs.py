@@ -1,7 +1,7 @@
 """What the hint rules read of one kernel (`HintInputs`), and what every rule uses.
 
 A rule turns figures into a `Hint` with `make_hint`, placed on the line to change
-(`call_line`, `Operand.blockspec_location`), with figures in words (`format_bytes`,
+(`call_line`, `Operand.blockspec_location`), with figures in words (`base.words.nbytes`,
 `shape_text`).
 """
 
