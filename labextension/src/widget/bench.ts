@@ -641,6 +641,22 @@ export function singlePoint(
   return plan.kind !== 'tune' && new Set(rows.map(r => r.point)).size === 1;
 }
 
+/** The line across a legend marker, as the plot strokes the implementation. */
+function legendLine(
+  colour: string,
+  extra: Record<string, string> = {}
+): SVGElement {
+  return svg('line', {
+    x1: 1,
+    x2: 23,
+    y1: 6,
+    y2: 6,
+    stroke: colour,
+    'stroke-width': 2,
+    ...extra
+  });
+}
+
 /** A legend marker drawn as the plot draws the implementation. */
 function legendMarker(
   impl: string,
@@ -658,17 +674,7 @@ function legendMarker(
   });
   if (plan.kind === 'tune' && impl === 'xla') {
     marker.dataset.shape = 'dashed';
-    marker.append(
-      svg('line', {
-        x1: 1,
-        x2: 23,
-        y1: 6,
-        y2: 6,
-        stroke: colour,
-        'stroke-width': 2,
-        'stroke-dasharray': '6 4'
-      })
-    );
+    marker.append(legendLine(colour, { 'stroke-dasharray': '6 4' }));
     return marker;
   }
   if (metric !== 'table' && metric !== 'roofline' && singlePoint(plan, rows)) {
@@ -686,16 +692,7 @@ function legendMarker(
     new Set(mine.map(r => r.x)).size > 1;
   marker.dataset.shape = lined ? 'line' : 'point';
   if (lined) {
-    marker.append(
-      svg('line', {
-        x1: 1,
-        x2: 23,
-        y1: 6,
-        y2: 6,
-        stroke: colour,
-        'stroke-width': 2
-      })
-    );
+    marker.append(legendLine(colour));
   }
   marker.append(svg('circle', { cx: 12, cy: 6, r: 4, fill: colour }));
   return marker;
