@@ -276,3 +276,36 @@ def tcgen05_matmul(m=128, n=128, k=128, *, dtype=F16):
     )
     args = (jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype))
     return fn, args
+
+
+def pallas_call_matmul(m=256, n=256, k=256, *, block=(128, 128, 64), steps=2, dtype=F16):
+    """C = A @ B as a `pallas_call` with Mosaic GPU params: K is the sequential axis."""
+    bm, bn, bk = block
+    transforms = swizzled(dtype, bk)
+    b_transforms = swizzled(dtype, bn)
+
+    def kernel(a_smem, b_smem, o_smem, acc_ref):
+        plgpu.wgmma(acc_ref, a_smem, b_smem)
+        plgpu.wgmma_wait(0)
+
+        @pl.when(pl.program_id(2) == k // bk - 1)
+        def _():
+            o_smem[...] = acc_ref[...].astype(dtype)
+
+    fn = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), dtype),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[
+            plgpu.BlockSpec((bm, bk), lambda i, j, kk: (i, kk), transforms=transforms),
+            plgpu.BlockSpec((bk, bn), lambda i, j, kk: (kk, j), transforms=b_transforms),
+        ],
+        out_specs=plgpu.BlockSpec((bm, bn), lambda i, j, kk: (i, j), transforms=b_transforms),
+        scratch_shapes=[plgpu.ACC((bm, bn), jnp.float32)],
+        compiler_params=plgpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "sequential"),
+            max_concurrent_steps=steps,
+        ),
+    )
+    args = (jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype))
+    return fn, args

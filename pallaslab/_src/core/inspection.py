@@ -120,7 +120,7 @@ class Inspection(Traced):
 
         tiles = self.tiles(kernel)
         if mosaic_gpu.is_mosaic_gpu(tiles.kernel):
-            return mosaic_gpu.merit(tiles, self, schedule)
+            return mosaic_gpu.merit(tiles, self)
         return kernel_merit(tiles, schedule)
 
     def plan(self, kernel: int | str = 0) -> MosaicGpuPlan:

@@ -66,22 +66,31 @@ def budget(inspection: Traced, kernel: int | str = 0) -> SmemBudget:
     return smem_budget(kernel_plan(inspection, kernel))
 
 
-def merit(tiles: TileMap, inspection: Traced, schedule: str | None = None) -> KernelMerit:
-    """Figures of merit of a Mosaic GPU kernel's tile map: SMEM and work from its plan."""
+def merit(tiles: TileMap, inspection: Traced) -> KernelMerit:
+    """Figures of merit of a Mosaic GPU kernel's tile map: SMEM and work from its plan.
+
+    Copies happen as Mosaic GPU's pipelines make them, whatever the schedule asked.
+    """
     plan = kernel_plan(inspection, tiles.kernel.index)
     needed = smem_budget(plan)
     if isinstance(tiles, CopyMap):
         return plan_merit(tiles, needed)
-    figures = kernel_merit(tiles, schedule)  # a pallas_call: its BlockSpecs move the blocks
-    body_bytes = plan.gmem_bytes
+    # A pallas_call: its pipeline fetches every input block at every step, and writes
+    # an output block back when the next step's differs (or at the end).
+    fetched, written = kernel_merit(tiles, "gpu"), kernel_merit(tiles, "tpu")
+    operands = tuple(
+        w if f.role == "out" else f for f, w in zip(fetched.operands, written.operands, strict=True)
+    )
+    moved = sum(o.hbm_bytes for o in operands)
     return dataclasses.replace(
-        figures,
-        hbm_bytes=figures.hbm_bytes + body_bytes,
+        fetched,
+        operands=operands,
+        hbm_bytes=moved + plan.gmem_bytes,
         working_set_bytes=needed.total,
         flops=plan.flops,
         transcendentals=plan.transcendentals,
         flops_source="counted",
         flops_exact=plan.exact,
-        matmul=bool(plan.mmas) or bool(figures.matmul),
+        matmul=bool(plan.mmas) or bool(fetched.matmul),
         working_set_name="SMEM the kernel asks for (Mosaic GPU's allocation, aligned)",
     )

@@ -24,7 +24,7 @@ from pallaslab._src.core.jax_adapter.mosaic_gpu.plan import (
 )
 from pallaslab._src.core.jax_adapter.mosaic_gpu.walker import Buffer
 from pallaslab._src.core.jax_adapter.shapes import inner_jaxpr
-from pallaslab._src.records import Kernel
+from pallaslab._src.records import Kernel, SourceLocation
 from pallaslab._src.records.mosaic_gpu import GpuPipeline, MosaicGpuPlan, SmemAllocation, SmemScope
 
 
@@ -52,28 +52,23 @@ def pallas_call_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
     pipelined: list[SmemAllocation] = []
     operand_of: list[int] = []
     for k, mapping in enumerate(grid_mapping.block_mappings):
-        block = getattr(mapping, "transformed_block_aval", None) or mapping.block_aval
-        if refs.memory_space(block) not in ("default", "smem"):
+        stored_aval = getattr(mapping, "transformed_block_aval", None)
+        if refs.memory_space(stored_aval) not in ("default", "smem"):
             continue  # left in GMEM: the body copies what it needs
-        shape = tuple(int(n) for n in getattr(block, "shape", ()) or ())
-        transforms = tuple(getattr(mapping, "transforms", ()) or ())
-        stored = (slots, *shape)
-        item = refs.itemsize(block)
         operand = kernel.num_scalar_prefetch + k
-        label = kernel.operands[operand].label if operand < len(kernel.operands) else f"block {k}"
+        record = kernel.operands[operand]
+        stored = (slots, *tuple(int(n) for n in stored_aval.shape))
         pipelined.append(
             SmemAllocation(
-                label=f"pipeline buffer of {label}",
+                label=f"pipeline buffer of {record.label}",
                 kind="buffer",
-                shape=(slots, *tuple(int(n) for n in mapping.block_aval.shape)),
+                shape=(slots, *tuple(1 if b is None else b for b in record.block_shape)),
                 stored_shape=stored,
-                dtype=refs.dtype_name(block),
-                transforms=refs.written_transforms(transforms),
-                nbytes=math.prod(stored) * item,
+                dtype=record.dtype,
+                transforms=refs.written_transforms(tuple(getattr(mapping, "transforms", ()))),
+                nbytes=math.prod(stored) * refs.itemsize(stored_aval),
                 pipeline=0,
-                location=kernel.operands[operand].blockspec_location
-                if operand < len(kernel.operands)
-                else None,
+                location=record.blockspec_location,
             )
         )
         operand_of.append(operand)
@@ -129,7 +124,7 @@ def pallas_call_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
         runs=1.0,
         buffers=tuple(a.label for a in pipelined if a.kind == "buffer"),
         operands=tuple(operand_of),
-        location=kernel.call_site,
+        location=kernel.call_site or _first_blockspec(kernel) or kernel.source,
     )
     plan = assemble(
         kernel,
@@ -145,3 +140,9 @@ def pallas_call_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
     )
     # The body ran once per grid point, sequential ones included: no per-CTA order.
     return dataclasses.replace(plan, windows=())
+
+
+def _first_blockspec(kernel: Kernel) -> SourceLocation | None:
+    return next(
+        (o.blockspec_location for o in kernel.operands if o.blockspec_location is not None), None
+    )

@@ -134,11 +134,10 @@ def scopes_of(jaxpr: Any, found: Allocations) -> list[SmemScope]:
                 found.by_var[id(var)] = len(found.records)
                 if helper is not None:
                     found.pipeline_made[len(found.records)] = (where, helper)
-                    if record.kind == "barrier":
-                        waits_for = "slots consumed" if "consumed" in label else "copies landed"
-                        record = dataclasses.replace(
-                            record, label=f"pipeline barriers: {waits_for}"
-                        )
+                if record.kind == "barrier" and (helper is not None or "_barrier_ref" in label):
+                    # A pipeline's own barriers (made by it, or by `get_allocations`).
+                    waits_for = "slots consumed" if "consumed" in label else "copies landed"
+                    record = dataclasses.replace(record, label=f"pipeline barriers: {waits_for}")
                 found.records.append(record)
                 made.append(len(found.records) - 1)
             scopes.append(
@@ -384,17 +383,14 @@ def _relabelled(
     position = {id(a): k for k, a in enumerate(allocations)}
 
     def redo(s: SmemScope) -> SmemScope:
+        def named(a: SmemAllocation) -> SmemAllocation:
+            at = position.get(id(a))
+            if at is None:  # laid out by pallaslab (a pallas_call's pipeline): as it is
+                return a
+            return dataclasses.replace(a, label=labels.get(at, a.label), pipeline=owner.get(at))
+
         return SmemScope(
-            tuple(
-                dataclasses.replace(
-                    a,
-                    label=labels.get(position[id(a)], a.label),
-                    pipeline=owner.get(position[id(a)]),
-                )
-                for a in s.allocations
-            ),
-            tuple(redo(i) for i in s.inner),
-            s.location,
+            tuple(named(a) for a in s.allocations), tuple(redo(i) for i in s.inner), s.location
         )
 
     return redo(scope)

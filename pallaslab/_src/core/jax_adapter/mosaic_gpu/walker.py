@@ -402,13 +402,13 @@ class Walker:
                 bytes_each=math.prod(sizes) * refs.itemsize(aval),
                 multicast=multicast,
                 location=self.where,
-                pipeline=self._pipeline,
+                pipeline=self._pipeline if made_by_pipeline(eqn) else None,
             )
         active = int(np.count_nonzero(mask))
         record.copies += active
         record.exact = record.exact and exact
-        if self._pipeline is not None and smem_index is not None:
-            used = self.found.pipeline_buffers.setdefault(self._pipeline, {})
+        if record.pipeline is not None and smem_index is not None:
+            used = self.found.pipeline_buffers.setdefault(record.pipeline, {})
             counts = used.setdefault(smem_index, np.zeros(self.programs, np.int64))
             counts += mask
         if active:
@@ -439,6 +439,20 @@ def pipeline_kind(eqn: Any) -> str | None:
     if any("warp_specialized" in f.function_name for f in inside):
         return "emit_pipeline_warp_specialized"
     return "emit_pipeline"
+
+
+def made_by_pipeline(eqn: Any) -> bool:
+    """Whether a pipeline helper itself issued an equation (not the body it runs).
+
+    The innermost frame that is either the helper's or outside JAX decides.
+    """
+    for frame in _frames(eqn):
+        name = frame.file_name.replace("\\", "/")
+        if PIPELINE_FILE in name:
+            return True
+        if "/jax/_src/" not in name:
+            return False
+    return False
 
 
 def _floating(aval: Any) -> bool:
