@@ -52,23 +52,23 @@ def pallas_call_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
     pipelined: list[SmemAllocation] = []
     operand_of: list[int] = []
     for k, mapping in enumerate(grid_mapping.block_mappings):
-        stored_aval = getattr(mapping, "transformed_block_aval", None)
+        stored_aval: Any = mapping.transformed_block_aval
         if refs.memory_space(stored_aval) not in ("default", "smem"):
             continue  # left in GMEM: the body copies what it needs
         operand = kernel.num_scalar_prefetch + k
-        record = kernel.operands[operand]
+        block = kernel.operands[operand]
         stored = (slots, *tuple(int(n) for n in stored_aval.shape))
         pipelined.append(
             SmemAllocation(
-                label=f"pipeline buffer of {record.label}",
+                label=f"pipeline buffer of {block.label}",
                 kind="buffer",
-                shape=(slots, *tuple(1 if b is None else b for b in record.block_shape)),
+                shape=(slots, *tuple(1 if b is None else b for b in block.block_shape)),
                 stored_shape=stored,
-                dtype=record.dtype,
+                dtype=block.dtype,
                 transforms=refs.written_transforms(tuple(getattr(mapping, "transforms", ()))),
                 nbytes=math.prod(stored) * refs.itemsize(stored_aval),
                 pipeline=0,
-                location=record.blockspec_location,
+                location=block.blockspec_location,
             )
         )
         operand_of.append(operand)
@@ -89,7 +89,7 @@ def pallas_call_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
         )
     num_scratch = len(grid_mapping.scratch_avals)
     scratch_vars = list(body.invars[len(body.invars) - num_scratch :]) if num_scratch else []
-    scratch = []
+    scratch: list[SmemAllocation] = []
     for position, var in enumerate(scratch_vars):
         operand = len(kernel.operands) - num_scratch + position
         label = kernel.operands[operand].label if 0 <= operand < len(kernel.operands) else ""
