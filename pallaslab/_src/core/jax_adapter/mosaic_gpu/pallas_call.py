@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from pallaslab._src.core.jax_adapter.kernels import KernelSite
 from pallaslab._src.core.jax_adapter.mosaic_gpu import refs
