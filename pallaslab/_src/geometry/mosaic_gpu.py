@@ -70,6 +70,7 @@ class SmemFit:
         fits: Whether the kernel's SMEM fits.
         share: The kernel's SMEM over the limit (1.0: all of it).
         blocks_per_sm: CTAs one SM can hold by SMEM alone.
+        note: What else keeps the kernel off the chip ("" if nothing).
     """
 
     chip: str
@@ -77,6 +78,7 @@ class SmemFit:
     fits: bool
     share: float
     blocks_per_sm: int
+    note: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,8 +105,11 @@ class SmemBudget:
     reduction_bytes: int
     total: int
 
-    def on_chip(self, chip: hardware.Gpu | str) -> SmemFit:
-        """The budget against a GPU's shared memory per block ("H100", ...)."""
+    def on_chip(self, chip: hardware.Gpu | str, plan: MosaicGpuPlan | None = None) -> SmemFit:
+        """The budget against a GPU's shared memory per block ("H100", ...).
+
+        With the kernel's `plan`, the note says what its instructions need of the chip.
+        """
         gpu = hardware.gpu(chip) if isinstance(chip, str) else chip
         limit = gpu.max_shared_memory_per_block
         per_block = self.total + gpu.reserved_shared_memory_per_block
@@ -114,6 +119,7 @@ class SmemBudget:
             fits=self.total <= limit,
             share=self.total / limit if limit else 0.0,
             blocks_per_sm=gpu.shared_memory_per_sm // per_block if per_block else 0,
+            note=chip_note(gpu, plan) if plan is not None else "",
         )
 
     def describe(self) -> str:
@@ -123,7 +129,7 @@ class SmemBudget:
             parts.append(f"{self.barriers} barrier{'s' * (self.barriers != 1)}")
         if self.tmem_bytes:
             parts.append("the TMEM address")
-        return f"{words.nbytes(self.total)} of SMEM: {words.and_list(parts)}"
+        return f"{words.nbytes(self.total)} ({self.total:,} bytes) of SMEM: {words.and_list(parts)}"
 
 
 def _own_bytes(scope: SmemScope) -> int:
@@ -179,6 +185,23 @@ def smem_budget(plan: MosaicGpuPlan) -> SmemBudget:
         reduction_bytes=reduction,
         total=buffers + barrier_bytes + tmem,
     )
+
+
+def chip_note(gpu: hardware.Gpu, plan: MosaicGpuPlan) -> str:
+    """What a kernel's instructions need of a chip that it lacks ("" when nothing).
+
+    Mosaic GPU targets Hopper (sm_90a) and Blackwell (sm_100a): TMA and `wgmma` are
+    Hopper's (Blackwell keeps TMA, drops `wgmma` for `tcgen05`).
+    """
+    major = gpu.compute_capability[0]
+    kinds = {m.kind for m in plan.mmas}
+    if major < 9:
+        return f"Mosaic GPU kernels need Hopper (sm_90) or newer; {gpu.name} is {gpu.arch}."
+    if "wgmma" in kinds and major != 9:
+        return f"wgmma is Hopper's (sm_90a); {gpu.name} ({gpu.arch}) multiplies with tcgen05."
+    if "tcgen05" in kinds and major != 10:
+        return f"tcgen05 is Blackwell's (sm_100a); {gpu.name} ({gpu.arch}) lacks it."
+    return ""
 
 
 def plan_chips() -> list[hardware.Gpu]:
