@@ -23,6 +23,7 @@ The figures the tests expect are computed by hand in the tests from these shapes
 from __future__ import annotations
 
 import functools
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -35,10 +36,10 @@ F16 = jnp.float16
 
 def _kernel(body, out, *, scratch=(), **mesh):
     """`plgpu.kernel` under the names of the installed JAX (`out_type` from 0.10.2 on)."""
-    try:
+    names = inspect.signature(plgpu.kernel).parameters
+    if "out_type" in names:
         return plgpu.kernel(body, out_type=out, scratch_types=scratch, **mesh)
-    except TypeError:  # older names
-        return plgpu.kernel(body, out_shape=out, scratch_shapes=scratch, **mesh)
+    return plgpu.kernel(body, out_shape=out, scratch_shapes=scratch, **mesh)
 
 
 def swizzled(dtype, minor: int, swizzle: int | None = None):
@@ -96,18 +97,20 @@ def tma_wgmma_matmul(
         )
         plgpu.wait_smem_to_gmem(0)
 
-    fn = _kernel(
-        kernel,
-        jax.ShapeDtypeStruct((m, n), dtype),
-        scratch=[
-            plgpu.ACC((tile_m, tile_n), acc_dtype),
-            plgpu.SMEM((tile_m, tile_n), dtype, transforms=out_transforms),  # out-smem-line
-        ],
-        grid=(m // tile_m, n // tile_n),
-        grid_names=("m", "n"),
-    )
+    def matmul(a, b):
+        return _kernel(  # tma-call-line
+            kernel,
+            jax.ShapeDtypeStruct((m, n), dtype),
+            scratch=[
+                plgpu.ACC((tile_m, tile_n), acc_dtype),
+                plgpu.SMEM((tile_m, tile_n), dtype, transforms=out_transforms),
+            ],
+            grid=(m // tile_m, n // tile_n),
+            grid_names=("m", "n"),
+        )(a, b)
+
     args = (jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype))
-    return fn, args
+    return matmul, args
 
 
 def warp_specialized_matmul(m=256, n=256, k=256, *, tile_m=64, tile_k=64, steps=2, dtype=F16):
@@ -148,16 +151,18 @@ def warp_specialized_matmul(m=256, n=256, k=256, *, tile_m=64, tile_k=64, steps=
             compute_context=compute_context,
         )(a_gmem, b_gmem)
 
-    fn = _kernel(
-        kernel,
-        jax.ShapeDtypeStruct((m, n), dtype),
-        grid=(m // tile_m, n // tile_n),
-        grid_names=("m", "n"),
-        num_threads=3,
-        thread_name="wg",
-    )
+    def matmul(a, b):
+        return _kernel(
+            kernel,
+            jax.ShapeDtypeStruct((m, n), dtype),
+            grid=(m // tile_m, n // tile_n),
+            grid_names=("m", "n"),
+            num_threads=3,
+            thread_name="wg",
+        )(a, b)
+
     args = (jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype))
-    return fn, args
+    return matmul, args
 
 
 def persistent_matmul(
@@ -196,14 +201,13 @@ def persistent_matmul(
                     ...
                 ].astype(dtype)
 
-    fn = _kernel(
-        kernel,
-        jax.ShapeDtypeStruct((m, n), dtype),
-        grid=(num_sms,),  # grid-line
-        grid_names=("sm",),
-    )
+    def matmul(a, b):
+        return _kernel(  # persistent-grid-line
+            kernel, jax.ShapeDtypeStruct((m, n), dtype), grid=(num_sms,), grid_names=("sm",)
+        )(a, b)
+
     args = (jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype))
-    return fn, args
+    return matmul, args
 
 
 def manual_copies(rows=512, cols=128, *, block_rows=64, dtype=jnp.float32):
@@ -234,18 +238,20 @@ def manual_copies(rows=512, cols=128, *, block_rows=64, dtype=jnp.float32):
 
         plgpu.wait_smem_to_gmem(0)
 
-    fn = _kernel(
-        kernel,
-        jax.ShapeDtypeStruct((rows, cols), dtype),
-        scratch=[
-            plgpu.SMEM((2, block_rows, cols), dtype),
-            plgpu.SMEM((2, block_rows, cols), dtype),
-            plgpu.Barrier(num_barriers=2),
-        ],
-        grid=(1,),
-        grid_names=("x",),
-    )
-    return fn, (jax.ShapeDtypeStruct((rows, cols), dtype),)
+    def scale(x):
+        return _kernel(
+            kernel,
+            jax.ShapeDtypeStruct((rows, cols), dtype),
+            scratch=[
+                plgpu.SMEM((2, block_rows, cols), dtype),
+                plgpu.SMEM((2, block_rows, cols), dtype),
+                plgpu.Barrier(num_barriers=2),
+            ],
+            grid=(1,),
+            grid_names=("x",),
+        )(x)
+
+    return scale, (jax.ShapeDtypeStruct((rows, cols), dtype),)
 
 
 def tcgen05_matmul(m=128, n=128, k=128, *, dtype=F16):
@@ -261,21 +267,23 @@ def tcgen05_matmul(m=128, n=128, k=128, *, dtype=F16):
         plgpu.barrier_wait(mma_barrier)
         o_gmem[...] = plgpu.async_load_tmem(acc_tmem).astype(dtype)
 
-    fn = _kernel(
-        kernel,
-        jax.ShapeDtypeStruct((m, n), dtype),
-        scratch=[
-            plgpu.SMEM((m, k), dtype, transforms=transforms),
-            plgpu.SMEM((k, n), dtype, transforms=transforms),
-            plgpu.TMEM((m, n), jnp.float32),
-            plgpu.Barrier(),
-            plgpu.Barrier(orders_tensor_core=True),
-        ],
-        grid=(1,),
-        grid_names=("x",),
-    )
+    def matmul(a, b):
+        return _kernel(
+            kernel,
+            jax.ShapeDtypeStruct((m, n), dtype),
+            scratch=[
+                plgpu.SMEM((m, k), dtype, transforms=transforms),
+                plgpu.SMEM((k, n), dtype, transforms=transforms),
+                plgpu.TMEM((m, n), jnp.float32),
+                plgpu.Barrier(),
+                plgpu.Barrier(orders_tensor_core=True),
+            ],
+            grid=(1,),
+            grid_names=("x",),
+        )(a, b)
+
     args = (jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype))
-    return fn, args
+    return matmul, args
 
 
 def pallas_call_matmul(m=256, n=256, k=256, *, block=(128, 128, 64), steps=2, dtype=F16):

@@ -51,7 +51,12 @@ def kernel_plan(inspection: Traced, kernel: int | str = 0) -> MosaicGpuPlan:
         program = program_of(inspection)
         if program is None or record.index >= len(program.sites):
             raise ValueError(f"{record.name}: its traced body is not at hand")
-        cached[record.index] = jax_adapter.kernel_plan(program.sites[record.index], record)
+        try:
+            cached[record.index] = jax_adapter.kernel_plan(program.sites[record.index], record)
+        except Exception as error:  # an unfamiliar body must not take the inspection down
+            raise ValueError(
+                f"pallaslab cannot follow {record.name}'s body ({type(error).__name__}: {error})"
+            ) from error
     return cached[record.index]
 
 

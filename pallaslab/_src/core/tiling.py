@@ -41,7 +41,10 @@ def tile_map(
     """
     record = inspection.kernel(kernel)
     if mosaic_gpu.copies_are_the_map(record):  # no BlockSpecs: the copies the body makes
-        return mosaic_gpu.copy_map(inspection, record.index)
+        try:
+            return mosaic_gpu.copy_map(inspection, record.index)
+        except ValueError:
+            pass  # a body pallaslab cannot follow: its operands, whole, as for any mesh kernel
     if prefetch is None:
         prefetch = _prefetch(inspection, record) if record.num_scalar_prefetch else ()
     chosen = schedule or schedule_of(record, inspection.backend)
