@@ -26,7 +26,7 @@ from pallaslab._src.core.jax_adapter.mosaic_gpu.walker import (
     Walker,
     pipeline_kind,
 )
-from pallaslab._src.core.jax_adapter.probes import PALLAS_CALL, jax_core
+from pallaslab._src.core.jax_adapter.probes import jax_core
 from pallaslab._src.core.jax_adapter.shapes import inner_jaxpr, scoped_refs
 from pallaslab._src.records import Kernel
 from pallaslab._src.records.mosaic_gpu import (
@@ -45,24 +45,6 @@ MAX_WINDOW_ENTRIES = 1 << 22
 _ = (control, events)  # their handlers register with the walker on import
 
 BARRIER_BYTES = 8  # one mbarrier
-
-
-def kernel_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
-    """What a Mosaic GPU kernel does (see `records.mosaic_gpu`), for every CTA of its grid.
-
-    Raises:
-        ValueError: For a kernel that is not a Mosaic GPU kernel.
-    """
-    if kernel.backend != "mosaic_gpu":
-        backend = kernel.backend or "no backend"
-        raise ValueError(f"{kernel.name} is not a Mosaic GPU kernel ({backend})")
-    if site.primitive == PALLAS_CALL:
-        from pallaslab._src.core.jax_adapter.mosaic_gpu.pallas_call import (  # noqa: PLC0415
-            pallas_call_plan,
-        )
-
-        return pallas_call_plan(site, kernel)
-    return _mesh_plan(site, kernel)
 
 
 @dataclasses.dataclass
@@ -156,7 +138,8 @@ def _mesh_body(site: KernelSite) -> Any:
     return params["jaxprs"][0] if "jaxprs" in params else params["jaxpr"]
 
 
-def _mesh_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
+def mesh_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
+    """A mesh kernel's plan (`plgpu.kernel`, `pl.kernel` on a GPU mesh)."""
     mesh = mesh_of(site.params)
     body = _mesh_body(site)
     grid = tuple(int(d) for d in getattr(mesh, "grid", ()) or ())
