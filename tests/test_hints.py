@@ -564,7 +564,7 @@ def test_every_rule_speaks_plain_words():
 
 def _mosaic_gpu_hints() -> list[Hint]:
     """A kernel for each Mosaic GPU rule (`tests/test_mosaic_gpu_hints.py` tests them)."""
-    from tests import mosaic_gpu_pipelines as mgpu  # noqa: PLC0415
+    from tests import mosaic_gpu_pipelines as mgpu
 
     found = []
     for builder, options in (
