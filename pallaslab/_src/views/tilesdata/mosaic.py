@@ -235,3 +235,12 @@ def copy_order_text(plan: MosaicGpuPlan) -> str:
         "step s is its s-th copy of each operand (a pipeline's steps, a loop's "
         f"iterations), in the order it issues them.{threads}"
     )
+
+
+def copy_window_text(plan: MosaicGpuPlan, operand: int) -> str:
+    """The windows an operand's copies move ("(128, 64) per copy"), or "" without any."""
+    windows = sorted({c.window for c in plan.copies if c.operand == operand})
+    if not windows:
+        return ""
+    shapes = ", ".join("(" + ", ".join(map(str, w)) + ")" for w in windows)
+    return f"{shapes} per copy"

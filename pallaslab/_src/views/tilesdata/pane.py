@@ -12,7 +12,12 @@ from pallaslab._src.geometry.tilemap import TileMap
 from pallaslab._src.records import Kernel
 from pallaslab._src.views.contracts import TilesKernel, TilesKernelError, TilesPane
 from pallaslab._src.views.tilesdata.kernel import PANE_BYTES, kernel_json
-from pallaslab._src.views.tilesdata.mosaic import ACCESSES_NOTE, copy_order_text, mosaic_json
+from pallaslab._src.views.tilesdata.mosaic import (
+    ACCESSES_NOTE,
+    copy_order_text,
+    copy_window_text,
+    mosaic_json,
+)
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -73,6 +78,12 @@ def mosaic_kernel_data(
     )
     data["mosaic"] = mosaic_json(plan, budget, inspection.kernel(index), copy_map=copies)
     data["accessesNote"] = ACCESSES_NOTE
+    if copies:
+        for operand in data["operands"]:
+            window = copy_window_text(plan, operand["index"])
+            if window:
+                operand["block"] = window
+                operand["indexMap"] = "where the body's copies land, step by step"
     return tiles, data
 
 
