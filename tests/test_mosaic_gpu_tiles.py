@@ -3,14 +3,16 @@
 The kernels are ours, one per style (`tests/mosaic_gpu_pipelines.py`). Oracles: every
 figure is computed by hand here from the kernels' shapes (bytes of each buffer and
 barrier, each buffer aligned to 1 KiB as Mosaic GPU's lowering does; copies as CTAs x
-steps; FLOPs as 2 * M * N * K), plus Mosaic GPU's own resource estimate (its
-lowering's `_estimate_resources`) where this JAX has it, and each window checked
-against the index map written in the kernel.
+steps; FLOPs as 2 * M * N * K), Mosaic GPU's own resource estimate (its lowering's
+`_estimate_resources`) where this JAX has it, the shared memory Mosaic GPU's lowering
+launches the kernel with (the `mosaic-gpu` target's module, lowered on the CPU), and each
+window checked against the index map written in the kernel.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import jax
@@ -301,6 +303,27 @@ def test_our_kernels_smem_matches_mosaic_gpus_own_estimate(tma, warp_specialized
     for inspection in (tma, warp_specialized, manual):
         budget = inspection.smem()
         assert (budget.buffer_bytes, budget.barriers) == mosaic_estimate(inspection)
+
+
+@pytest.mark.parametrize(
+    "builder",
+    [
+        kernels.tma_wgmma_matmul,
+        kernels.warp_specialized_matmul,
+        kernels.persistent_matmul,
+        kernels.manual_copies,
+        kernels.tcgen05_matmul,
+        kernels.pallas_call_matmul,
+    ],
+)
+def test_smem_is_what_mosaic_gpus_lowering_launches_with(builder):
+    """Oracle: the `dynamic_shared_memory_size` of the kernel's launch, as Mosaic GPU lowers it."""
+    inspection = inspect(builder)
+    lowered = inspection.lower("mosaic-gpu")
+    assert lowered.error is None
+    launched = re.search(r"dynamic_shared_memory_size %c(\d+)_i32", lowered.text)
+    assert launched is not None
+    assert inspection.smem().total == int(launched.group(1))
 
 
 # --- The Tiles tab ---------------------------------------------------------------------
