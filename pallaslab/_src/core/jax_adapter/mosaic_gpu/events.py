@@ -23,10 +23,32 @@ def _multicast(walker: Walker, axes: Any) -> int:
     return math.prod(walker.sizes.get(str(n), 1) for n in names)
 
 
+def _predicated(walker: Walker, params: dict[str, Any], leaves: list[Any], mask: Any) -> Any:
+    """(leaves without the predicate, the programs that copy, exact) of a predicated copy."""
+    if not params.get("has_user_predicate"):
+        return leaves, mask, True
+    *leaves, predicate = leaves
+    taken = values.as_mask(walker.read(predicate), walker.programs)
+    if taken is None:
+        walker.found.inexact(
+            "A copy's predicate is only known at run time: it is counted as always taken."
+        )
+        return leaves, mask, False
+    return leaves, mask & taken, True
+
+
 @handles("copy_gmem_to_smem")
 def _copy_in(walker: Walker, eqn: Any, mask: np.ndarray) -> None:
+    """Operands: src, dst, [barrier], the transforms' leaves, [predicate].
+
+    The barrier and the predicate are optional from jax 0.11 (`has_barrier`,
+    `has_user_predicate`); before, the barrier is always there.
+    """
     params = eqn.params
-    src, dst, _barrier, *leaves = eqn.invars
+    src, dst, *leaves = eqn.invars
+    if params.get("has_barrier", True):
+        leaves = leaves[1:]
+    leaves, mask, exact = _predicated(walker, params, leaves, mask)
     src_t, dst_t, _ = refs.split_leaves(
         leaves,
         [
@@ -42,6 +64,7 @@ def _copy_in(walker: Walker, eqn: Any, mask: np.ndarray) -> None:
         gmem=(src, src_t),
         smem=(dst, dst_t),
         multicast=_multicast(walker, params.get("collective_axes")),
+        exact=exact,
     )
 
 
@@ -49,24 +72,14 @@ def _copy_in(walker: Walker, eqn: Any, mask: np.ndarray) -> None:
 def _copy_out(walker: Walker, eqn: Any, mask: np.ndarray) -> None:
     params = eqn.params
     src, dst, *leaves = eqn.invars
-    exact = True
-    if params.get("has_user_predicate"):
-        *leaves, predicate = leaves
-        taken = values.as_mask(walker.read(predicate), walker.programs)
-        if taken is None:
-            exact = False
-            walker.found.inexact(
-                "A copy's predicate is only known at run time: it is counted as always taken."
-            )
-        else:
-            mask = mask & taken
+    leaves, mask, exact = _predicated(walker, params, leaves, mask)
     src_t, dst_t = refs.split_leaves(
         leaves, [params.get("src_transforms_treedef"), params.get("dst_transforms_treedef")]
     )
     walker.copy_event(eqn, mask, "tma-store", gmem=(dst, dst_t), smem=(src, src_t), exact=exact)
 
 
-@handles("get")
+@handles("get", "load")  # `load`: Mosaic GPU's own (plgpu.load), from jax 0.11
 def _get(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any]:
     ref, *leaves = eqn.invars
     (transforms,) = refs.split_leaves(leaves, [eqn.params.get("tree")])
@@ -74,7 +87,7 @@ def _get(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any]:
     return [None]
 
 
-@handles("swap", "addupdate")
+@handles("swap", "addupdate", "store")
 def _store(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any]:
     ref, _value, *leaves = eqn.invars
     (transforms,) = refs.split_leaves(leaves, [eqn.params.get("tree")])
@@ -121,6 +134,26 @@ def _wgmma(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any] | None:
         rhs_t=rhs_t,
     )
     return [None] * len(eqn.outvars) if eqn.outvars else None
+
+
+@handles("mma")
+def _register_mma(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any]:
+    """`mma` (jax 0.11+): a product of values in registers, acc += a @ b."""
+    acc, lhs, rhs = (v.aval for v in eqn.invars[:3])
+    _product(
+        walker,
+        eqn,
+        mask,
+        "dot",
+        acc_shape=tuple(acc.shape),
+        lhs_shape=tuple(lhs.shape),
+        rhs_shape=tuple(rhs.shape),
+        dtypes=(refs.dtype_name(lhs), refs.dtype_name(rhs), refs.dtype_name(acc)),
+        lhs_space="registers",
+        lhs_t=(),
+        rhs_t=(),
+    )
+    return [None] * len(eqn.outvars)
 
 
 @handles("tcgen05_mma")
