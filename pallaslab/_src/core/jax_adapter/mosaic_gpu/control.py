@@ -130,7 +130,7 @@ def _merged(mask: np.ndarray, taken: list[tuple[np.ndarray, Any]]) -> Any:
 
 @handles("run_scoped")
 def _run_scoped(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any]:
-    return walker.run(eqn.params["jaxpr"], scoped_inputs(walker, eqn), mask)
+    return walker.run(eqn.params["jaxpr"], scoped_inputs(walker, eqn), mask, open_jaxpr=True)
 
 
 def _axis_names(axis_name: Any) -> tuple[str, ...]:
@@ -191,7 +191,7 @@ def _core_map(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any]:
                 walker.axes[name] = np.full(walker.programs, at, np.int64)
                 walker.sizes[name] = int(shape[name])
             jaxpr = inner_jaxpr(body)
-            walker.run(body, [*inputs, *([None] * (len(jaxpr.invars) - len(inputs)))], mask)
+            walker.run(body, [*inputs, *([None] * (len(jaxpr.invars)))], mask, open_jaxpr=True)
     finally:
         walker.axes, walker.sizes = saved_axes, saved_sizes
     return [None] * len(eqn.outvars)

@@ -215,10 +215,16 @@ class Walker:
         for var, value in zip(variables, inputs, strict=False):
             self.env[var] = value
 
-    def run(self, closed: Any, inputs: Sequence[Any], mask: np.ndarray) -> list[Any]:
-        """Evaluates a (closed) jaxpr on `inputs` for the programs in `mask`."""
+    def run(
+        self, closed: Any, inputs: Sequence[Any], mask: np.ndarray, *, open_jaxpr: bool = False
+    ) -> list[Any]:
+        """Evaluates a (closed) jaxpr on `inputs` for the programs in `mask`.
+
+        `open_jaxpr`: the equation binds the jaxpr's constvars itself (`run_scoped`:
+        its inputs are the refs it closes over), whatever consts the jaxpr carries.
+        """
         jaxpr = inner_jaxpr(closed)
-        consts = list(getattr(closed, "consts", ()) or ())
+        consts = [] if open_jaxpr else list(getattr(closed, "consts", ()) or ())
         constvars = list(jaxpr.constvars)
         if consts and len(consts) == len(constvars):
             self._bind(constvars, [self._constant(c) for c in consts])
