@@ -135,6 +135,14 @@ def test_tma_matmul_copies_work_and_windows(tma):
     assert merit.on_chip("H100").capacity_bytes == 227 * KiB
 
 
+def test_the_kernel_records_work_counts_wgmma(tma):
+    """`Kernel.work` (what benchmarks and rooflines read) counts the tensor-core products."""
+    work = tma.kernels[0].work
+    assert work.matmul_flops == 2 * 256 * 256 * 512
+    assert work.matmul_dtypes == ("float16",)
+    assert work.exact
+
+
 # --- A warp-specialized pipeline: one memory warpgroup, two compute warpgroups ---------
 
 

@@ -1,32 +1,10 @@
 """Reading what a Mosaic GPU kernel does off its traced body (`MosaicGpuPlan` records).
 
-`plan` makes the record of a mesh kernel, `pallas_call` of a Mosaic GPU `pallas_call`:
-allocations read statically (as Mosaic GPU's own resource estimate does), copies,
-products and pipelines found by `walker`, which follows the body for every CTA and
-warpgroup at once (`values` evaluates its index arithmetic, `refs` its ref
-transforms, `control` its loops and branches, `events` what it records).
+`reading.kernel_plan` is the entry: `plan` makes the record of a mesh kernel,
+`pallas_call` of a Mosaic GPU `pallas_call`: allocations read statically (as Mosaic
+GPU's own resource estimate does), copies, products and pipelines found by `walker`,
+which follows the body for every CTA and warpgroup at once (`values` evaluates its
+index arithmetic, `refs` its ref transforms, `products` its matrix products,
+`control` its loops and branches, `events` what it records). Nothing is imported
+here: `work.py` reads `products` while the kernels package is still loading.
 """
-
-from pallaslab._src.core.jax_adapter.kernels import KernelSite
-from pallaslab._src.core.jax_adapter.mosaic_gpu.pallas_call import pallas_call_plan
-from pallaslab._src.core.jax_adapter.mosaic_gpu.plan import mesh_plan
-from pallaslab._src.core.jax_adapter.probes import PALLAS_CALL
-from pallaslab._src.records import Kernel
-from pallaslab._src.records.mosaic_gpu import MosaicGpuPlan
-
-
-def kernel_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
-    """What a Mosaic GPU kernel does (see `records.mosaic_gpu`), for every CTA of its grid.
-
-    Raises:
-        ValueError: For a kernel that is not a Mosaic GPU kernel.
-    """
-    if kernel.backend != "mosaic_gpu":
-        backend = kernel.backend or "no backend"
-        raise ValueError(f"{kernel.name} is not a Mosaic GPU kernel ({backend})")
-    if site.primitive == PALLAS_CALL:
-        return pallas_call_plan(site, kernel)
-    return mesh_plan(site, kernel)
-
-
-__all__ = ["kernel_plan"]

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from pallaslab._src.core.jax_adapter.mosaic_gpu import refs, values
+from pallaslab._src.core.jax_adapter.mosaic_gpu.products import PRODUCTS, product
 from pallaslab._src.core.jax_adapter.mosaic_gpu.walker import Walker, handles
 
 
@@ -49,13 +50,17 @@ def _copy_in(walker: Walker, eqn: Any, mask: np.ndarray) -> None:
     if params.get("has_barrier", True):
         leaves = leaves[1:]
     leaves, mask, exact = _predicated(walker, params, leaves, mask)
-    src_t, dst_t, _ = refs.split_leaves(
-        leaves,
-        [
-            params.get("src_transforms_treedef"),
-            params.get("dst_transforms_treedef"),
-            params.get("barrier_transforms_treedef"),
-        ],
+    src_t, dst_t, _ = walker.memo(
+        eqn,
+        "transforms",
+        lambda: refs.split_leaves(
+            leaves,
+            [
+                params.get("src_transforms_treedef"),
+                params.get("dst_transforms_treedef"),
+                params.get("barrier_transforms_treedef"),
+            ],
+        ),
     )
     walker.copy_event(
         eqn,
@@ -73,8 +78,12 @@ def _copy_out(walker: Walker, eqn: Any, mask: np.ndarray) -> None:
     params = eqn.params
     src, dst, *leaves = eqn.invars
     leaves, mask, exact = _predicated(walker, params, leaves, mask)
-    src_t, dst_t = refs.split_leaves(
-        leaves, [params.get("src_transforms_treedef"), params.get("dst_transforms_treedef")]
+    src_t, dst_t = walker.memo(
+        eqn,
+        "transforms",
+        lambda: refs.split_leaves(
+            leaves, [params.get("src_transforms_treedef"), params.get("dst_transforms_treedef")]
+        ),
     )
     walker.copy_event(eqn, mask, "tma-store", gmem=(dst, dst_t), smem=(src, src_t), exact=exact)
 
@@ -82,7 +91,9 @@ def _copy_out(walker: Walker, eqn: Any, mask: np.ndarray) -> None:
 @handles("get", "load")  # `load`: Mosaic GPU's own (plgpu.load), from jax 0.11
 def _get(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any]:
     ref, *leaves = eqn.invars
-    (transforms,) = refs.split_leaves(leaves, [eqn.params.get("tree")])
+    (transforms,) = walker.memo(
+        eqn, "transforms", lambda: refs.split_leaves(leaves, [eqn.params.get("tree")])
+    )
     walker.copy_event(eqn, mask, "load", gmem=(ref, transforms))
     return [None]
 
@@ -90,141 +101,33 @@ def _get(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any]:
 @handles("swap", "addupdate", "store")
 def _store(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any]:
     ref, _value, *leaves = eqn.invars
-    (transforms,) = refs.split_leaves(leaves, [eqn.params.get("tree")])
+    (transforms,) = walker.memo(
+        eqn, "transforms", lambda: refs.split_leaves(leaves, [eqn.params.get("tree")])
+    )
     walker.copy_event(eqn, mask, "store", gmem=(ref, transforms))
     return [None] * len(eqn.outvars)
 
 
-def _operand(walker: Walker, var: Any, transforms: tuple[Any, ...]) -> tuple[Any, str, Any]:
-    """(logical shape, memory, the aval) of one matrix operand, a ref or a value."""
-    aval = var.aval if hasattr(var, "aval") else None
-    if hasattr(aval, "memory_space") or hasattr(aval, "inner_aval"):
-        buffer = walker.buffer_of(walker.read(var))
-        space = buffer.space if buffer is not None else refs.memory_space(aval)
-        return refs.logical_shape(aval, transforms), space, aval
-    return tuple(getattr(aval, "shape", ())), "registers", aval
-
-
-@handles("wgmma_ref", "wgmma")
-def _wgmma(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any] | None:
-    params = eqn.params
-    acc, lhs, rhs, *leaves = eqn.invars
-    acc_t, lhs_t, rhs_t = refs.split_leaves(
-        leaves,
-        [
-            params.get("acc_transforms_tree"),
-            params.get("a_transforms_tree"),
-            params.get("b_transforms_tree"),
-        ],
-    )
-    acc_shape, _, acc_aval = _operand(walker, acc, acc_t)
-    lhs_shape, lhs_space, lhs_aval = _operand(walker, lhs, lhs_t)
-    rhs_shape, _, rhs_aval = _operand(walker, rhs, rhs_t)
-    _product(
-        walker,
-        eqn,
-        mask,
-        "wgmma",
-        acc_shape=acc_shape,
-        lhs_shape=lhs_shape,
-        rhs_shape=rhs_shape,
-        dtypes=(refs.dtype_name(lhs_aval), refs.dtype_name(rhs_aval), refs.dtype_name(acc_aval)),
-        lhs_space=lhs_space,
-        lhs_t=lhs_t,
-        rhs_t=rhs_t,
-    )
-    return [None] * len(eqn.outvars) if eqn.outvars else None
-
-
-@handles("mma")
-def _register_mma(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any]:
-    """`mma` (jax 0.11+): a product of values in registers, acc += a @ b."""
-    acc, lhs, rhs = (v.aval for v in eqn.invars[:3])
-    _product(
-        walker,
-        eqn,
-        mask,
-        "dot",
-        acc_shape=tuple(acc.shape),
-        lhs_shape=tuple(lhs.shape),
-        rhs_shape=tuple(rhs.shape),
-        dtypes=(refs.dtype_name(lhs), refs.dtype_name(rhs), refs.dtype_name(acc)),
-        lhs_space="registers",
-        lhs_t=(),
-        rhs_t=(),
-    )
-    return [None] * len(eqn.outvars)
-
-
-@handles("tcgen05_mma")
-def _tcgen05(walker: Walker, eqn: Any, mask: np.ndarray) -> None:
-    params = eqn.params
-    acc, lhs, rhs = eqn.invars[:3]
-    leading = 4 + bool(params.get("arrive")) + 2 * bool(params.get("scaled"))
-    leading += bool(params.get("sparse"))
-    names = [
-        "acc_transforms_tree",
-        "a_transforms_tree",
-        "b_transforms_tree",
-        "barrier_transforms_tree",
-        "a_scale_transforms_tree",
-        "b_scale_transforms_tree",
-        "a_sparse_metadata_transforms_tree",
-    ]
-    acc_t, lhs_t, rhs_t, *_ = refs.split_leaves(
-        eqn.invars[leading:], [params.get(n) for n in names]
-    )
-    acc_shape, _, acc_aval = _operand(walker, acc, acc_t)
-    lhs_shape, lhs_space, lhs_aval = _operand(walker, lhs, lhs_t)
-    rhs_shape, _, rhs_aval = _operand(walker, rhs, rhs_t)
-    _product(
-        walker,
-        eqn,
-        mask,
-        "tcgen05",
-        acc_shape=acc_shape,
-        lhs_shape=lhs_shape,
-        rhs_shape=rhs_shape,
-        dtypes=(refs.dtype_name(lhs_aval), refs.dtype_name(rhs_aval), refs.dtype_name(acc_aval)),
-        lhs_space=lhs_space,
-        lhs_t=lhs_t,
-        rhs_t=rhs_t,
-        collective=str(params.get("collective_axis") or ""),
-    )
-
-
-def _product(
-    walker: Walker,
-    eqn: Any,
-    mask: np.ndarray,
-    kind: str,
-    *,
-    acc_shape: Any,
-    lhs_shape: Any,
-    rhs_shape: Any,
-    dtypes: tuple[str, str, str],
-    lhs_space: str,
-    lhs_t: tuple[Any, ...],
-    rhs_t: tuple[Any, ...],
-    collective: str = "",
-) -> None:
-    """Counts one run of a product: (m, n) from the accumulator, k from the right operand."""
-    if not acc_shape or len(acc_shape) < 2 or not rhs_shape or len(rhs_shape) < 2:
-        walker.found.inexact(f"A {kind}'s operand shapes could not be read: it is not counted.")
-        return
-    m, n = int(acc_shape[-2]), int(acc_shape[-1])
-    k = int(rhs_shape[-2])
+@handles(*PRODUCTS)
+def _product(walker: Walker, eqn: Any, mask: np.ndarray) -> list[Any]:
+    """One run of a product: counted, with its shape and layouts (read on its first run)."""
+    found = walker.memo(eqn, "product", lambda: product(eqn))
+    if found is None:
+        walker.found.inexact(
+            f"A {eqn.primitive.name}'s operand shapes could not be read: it is not counted."
+        )
+        return [None] * len(eqn.outvars)
     record = walker.mma(
         eqn,
-        kind,
-        (m, n, k),
-        dtypes,
-        lhs_memory=lhs_space,
-        lhs_t=lhs_t,
-        rhs_t=rhs_t,
-        collective=collective,
+        found.kind,
+        (found.m, found.n, found.k),
+        found.dtypes,
+        lhs_memory=found.lhs_memory,
+        lhs_t=found.lhs_transforms,
+        rhs_t=found.rhs_transforms,
+        collective=found.collective,
     )
     active = int(np.count_nonzero(mask))
     record.count += active
-    walker.found.flops += 2 * m * n * k * active
-    del lhs_shape
+    walker.found.flops += found.flops * active
+    return [None] * len(eqn.outvars)

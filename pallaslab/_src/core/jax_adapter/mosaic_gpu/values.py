@@ -95,13 +95,16 @@ def literal(value: Any) -> Value:
 
 
 def evaluate(name: str, params: dict[str, Any], inputs: list[Value], out_aval: Any) -> Value:
-    """One primitive on per-program values; None when it is not index arithmetic."""
-    if not is_scalar(out_aval) or any(v is None for v in inputs):
+    """One primitive on per-program values; None when it is not index arithmetic.
+
+    `out_aval`: the result's, to check it is a scalar (None: the caller checked).
+    """
+    if (out_aval is not None and not is_scalar(out_aval)) or any(v is None for v in inputs):
         return None
     values = [v for v in inputs if v is not None]
     if name in _BINARY and len(values) == 2:
-        with np.errstate(all="ignore"):
-            result = _BINARY[name](values[0], values[1])
+        # Integer arrays wrap silently; division by zero is guarded in `_c_div`.
+        result = _BINARY[name](values[0], values[1])
     elif name in _UNARY and len(values) == 1:
         result = _UNARY[name](values[0])
     elif name in _IDENTITY and values:
@@ -118,7 +121,7 @@ def evaluate(name: str, params: dict[str, Any], inputs: list[Value], out_aval: A
         result = values[0] ** int(params["y"])
     else:
         return None
-    return np.asarray(result).reshape(np.shape(result))
+    return np.asarray(result)
 
 
 def combine(mask: np.ndarray, branches: list[tuple[np.ndarray, Value]]) -> Value:

@@ -30,8 +30,8 @@ from pallaslab._src.core.jax_adapter.shapes import inner_jaxpr, scoped_refs
 from pallaslab._src.core.jax_adapter.work import _ELEMENTWISE, _REDUCTIONS, _TRANSCENDENTAL
 from pallaslab._src.records import SourceLocation
 
-# Equations evaluated at most (each over all programs at once): a few seconds.
-MAX_EQUATIONS = 2_000_000
+# Equations evaluated at most (each over all programs at once): about 10 s on a laptop.
+MAX_EQUATIONS = 500_000
 # A `while` loop stops being followed after this many steps.
 MAX_WHILE_STEPS = 1 << 16
 # Loops without copies or products inside, longer than this, are counted from one step.
@@ -198,15 +198,19 @@ class Walker:
         self.budget = MAX_EQUATIONS
         self._pipeline: tuple[Any, ...] | None = None
         self.where: SourceLocation | None = None
-        self._tags: dict[int, str | None] = {}
-        self._locations: dict[int, SourceLocation | None] = {}
+        self._statics: dict[int, _Static] = {}
+        self._literals: dict[int, tuple[Any, Any]] = {}
+        self._memo: dict[tuple[int, str], Any] = {}
         self._pure: dict[int, bool] = {}
 
     # -- values ------------------------------------------------------------------
 
     def read(self, var: Any) -> Any:
         if isinstance(var, jax_core.Literal):
-            return values.literal(var.val)
+            key = id(var)
+            if key not in self._literals:
+                self._literals[key] = (var, values.literal(var.val))  # keeps `var` alive
+            return self._literals[key][1]
         if isinstance(var, (int, np.integer, bool, np.bool_)):
             return values.literal(var)
         return self.env.get(var)
@@ -247,93 +251,79 @@ class Walker:
         self.budget -= 1
         if self.budget < 0:
             raise OutOfBudgetError
+        static = self._static(eqn)
         outer_where, outer_pipeline = self.where, self._pipeline
-        self.where = self._location(eqn) or outer_where
-        kind = self._pipeline_kind(eqn)
-        if kind is not None and outer_pipeline is None:
+        self.where = static.where or outer_where
+        if static.pipeline is not None and outer_pipeline is None:
             # The first equation of a pipeline call: everything inside it is the pipeline's
             # (equations traced inside its loops keep only part of their traceback).
-            self._pipeline = (self.where, kind)
+            self._pipeline = (self.where, static.pipeline)
             entries = self.found.pipeline_runs.setdefault(self._pipeline, {})
             runs = entries.setdefault(id(eqn), np.zeros(self.programs, np.int64))
             runs += mask
         try:
-            outs = self._evaluate(eqn, mask)
+            outs = self._evaluate(eqn, static, mask)
         finally:
             self.where, self._pipeline = outer_where, outer_pipeline
         if outs is None:
             outs = [None] * len(eqn.outvars)
         self._bind(eqn.outvars, outs)
 
-    def _location(self, eqn: Any) -> SourceLocation | None:
-        key = id(eqn)
-        if key not in self._locations:
-            self._locations[key] = user_location(eqn.source_info)
-        return self._locations[key]
+    def memo(self, eqn: Any, key: str, compute: Any) -> Any:
+        """What `compute()` gives for an equation, computed on its first run only."""
+        slot = (id(eqn), key)
+        if slot not in self._memo:
+            self._memo[slot] = compute()
+        return self._memo[slot]
 
-    def _pipeline_kind(self, eqn: Any) -> str | None:
+    def _static(self, eqn: Any) -> _Static:
         key = id(eqn)
-        if key not in self._tags:
-            self._tags[key] = pipeline_kind(eqn)
-        return self._tags[key]
+        found = self._statics.get(key)
+        if found is None:
+            found = self._statics[key] = _static_of(eqn)
+        return found
 
-    def _evaluate(self, eqn: Any, mask: np.ndarray) -> list[Any] | None:
-        name = eqn.primitive.name
-        handler = _HANDLERS.get(name)
-        if handler is not None:
-            found: list[Any] | None = handler(self, eqn, mask)
+    def _evaluate(self, eqn: Any, static: _Static, mask: np.ndarray) -> list[Any] | None:
+        if static.handler is not None:
+            found: list[Any] | None = static.handler(self, eqn, mask)
             return found
-        subs = list(jax_core.jaxprs_in_params(eqn.params))
-        if name in CALL_PRIMITIVES and len(subs) == 1:
-            closed = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr", subs[0]))
-            return self.run(closed, [self.read(v) for v in eqn.invars], mask)
-        if subs:  # an unfamiliar primitive with a body: its events, counted once
-            for sub in subs:
+        if static.call is not None:
+            return self.run(static.call, [self.read(v) for v in eqn.invars], mask)
+        if static.subs:  # an unfamiliar primitive with a body: its events, counted once
+            for sub in static.subs:
                 self.run(sub, [None] * len(inner_jaxpr(sub).invars), mask)
+            name = eqn.primitive.name
             self.found.inexact(f"{name}: a primitive pallaslab does not follow; counted once.")
             return None
-        self._work(eqn, mask)
-        if len(eqn.outvars) != 1:
+        if static.work is not None:
+            self._work(eqn, static.work, mask)
+        if not static.scalar:
             return None
         inputs = [self.read(v) for v in eqn.invars]
-        return [values.evaluate(name, eqn.params, inputs, eqn.outvars[0].aval)]
+        return [values.evaluate(eqn.primitive.name, eqn.params, inputs, None)]
 
-    def _work(self, eqn: Any, mask: np.ndarray) -> None:
-        name = eqn.primitive.name
-        if name in _REDUCTIONS:
-            self.found.reductions = True
-        if not eqn.outvars:
-            return
-        aval = eqn.outvars[0].aval
-        if not _floating(aval) and name not in _REDUCTIONS:
-            return
+    def _work(self, eqn: Any, work: tuple[str, int], mask: np.ndarray) -> None:
+        kind, amount = work
         active = int(np.count_nonzero(mask))
-        size = _size(aval)
-        if name == "dot_general":
-            (lhs_contracting, rhs_contracting), (lhs_batch, _) = eqn.params["dimension_numbers"]
-            lhs, rhs = eqn.invars[0].aval, eqn.invars[1].aval
-            depth = math.prod(lhs.shape[d] for d in lhs_contracting)
-            free_lhs = [d for d in range(len(lhs.shape)) if d not in (*lhs_contracting, *lhs_batch)]
-            m = math.prod(lhs.shape[d] for d in free_lhs)
-            n = size // max(1, m * math.prod(lhs.shape[d] for d in lhs_batch))
+        if kind == "transcendentals":
+            self.found.transcendentals += amount * active
+            return
+        self.found.flops += amount * active
+        if kind == "reduction":
+            self.found.reductions = True
+        elif kind == "dot":
+            m, n, depth, batch = self.memo(eqn, "dot", lambda: _dot_shape(eqn))
+            lhs, rhs, out = (v.aval for v in (*eqn.invars[:2], eqn.outvars[0]))
             record = self.mma(
                 eqn,
                 "dot",
                 (m, n, depth),
-                (refs.dtype_name(lhs), refs.dtype_name(rhs), refs.dtype_name(aval)),
+                (refs.dtype_name(lhs), refs.dtype_name(rhs), refs.dtype_name(out)),
                 lhs_memory="registers",
                 lhs_t=(),
                 rhs_t=(),
             )
-            record.count += active * max(1, math.prod(lhs.shape[d] for d in lhs_batch))
-            self.found.flops += 2 * size * depth * active
-            del rhs_contracting
-        elif name in _TRANSCENDENTAL:
-            self.found.transcendentals += size * active
-        elif name in _ELEMENTWISE:
-            self.found.flops += size * active
-        elif name in _REDUCTIONS:
-            self.found.flops += _size(eqn.invars[0].aval) * active
+            record.count += active * batch
 
     # -- records -----------------------------------------------------------------
 
@@ -392,7 +382,9 @@ class Walker:
             starts, sizes = found
         else:
             starts = None
-            shape = refs.logical_shape(aval, gmem_transforms) or tuple(aval.shape)
+            shape = self.memo(
+                eqn, "shape", lambda: refs.logical_shape(aval, gmem_transforms) or aval.shape
+            )
             sizes = list(shape)
         smem_buffer = self.buffer_of(self.read(smem[0])) if smem is not None else None
         smem_index = smem_buffer.allocation if smem_buffer is not None else None
@@ -459,6 +451,71 @@ def made_by_pipeline(eqn: Any) -> bool:
         if "/jax/_src/" not in name:
             return False
     return False
+
+
+@dataclasses.dataclass(frozen=True)
+class _Static:
+    """What the walker needs of an equation that does not change from run to run."""
+
+    handler: Any
+    call: Any
+    subs: tuple[Any, ...]
+    scalar: bool
+    work: tuple[str, int] | None
+    where: SourceLocation | None
+    pipeline: str | None
+
+
+def _static_of(eqn: Any) -> _Static:
+    name = eqn.primitive.name
+    handler = _HANDLERS.get(name)
+    subs = () if handler is not None else tuple(jax_core.jaxprs_in_params(eqn.params))
+    call = None
+    if name in CALL_PRIMITIVES and len(subs) == 1:
+        call = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr", subs[0]))
+        subs = ()
+    outs = eqn.outvars
+    return _Static(
+        handler=handler,
+        call=call,
+        subs=subs,
+        scalar=len(outs) == 1 and values.is_scalar(outs[0].aval),
+        work=_work_of(eqn) if handler is None and call is None and not subs else None,
+        where=user_location(eqn.source_info),
+        pipeline=pipeline_kind(eqn),
+    )
+
+
+def _work_of(eqn: Any) -> tuple[str, int] | None:
+    """(kind, amount per program) of an equation's arithmetic on floats, if any."""
+    name = eqn.primitive.name
+    if not eqn.outvars:
+        return None
+    aval = eqn.outvars[0].aval
+    if name == "dot_general":
+        m, n, depth, batch = _dot_shape(eqn)
+        return "dot", 2 * m * n * depth * batch
+    if name in _REDUCTIONS:
+        return "reduction", _size(eqn.invars[0].aval)
+    if not _floating(aval):
+        return None
+    if name in _TRANSCENDENTAL:
+        return "transcendentals", _size(aval)
+    if name in _ELEMENTWISE:
+        return "flops", _size(aval)
+    return None
+
+
+def _dot_shape(eqn: Any) -> tuple[int, int, int, int]:
+    """(m, n, k, batch) of a `dot_general`."""
+    (lhs_contracting, _), (lhs_batch, _) = eqn.params["dimension_numbers"]
+    lhs = eqn.invars[0].aval
+    size = _size(eqn.outvars[0].aval)
+    depth = math.prod(lhs.shape[d] for d in lhs_contracting)
+    batch = math.prod(lhs.shape[d] for d in lhs_batch)
+    free = [d for d in range(len(lhs.shape)) if d not in (*lhs_contracting, *lhs_batch)]
+    m = math.prod(lhs.shape[d] for d in free)
+    return m, size // max(1, m * batch), depth, batch
 
 
 def _floating(aval: Any) -> bool:
