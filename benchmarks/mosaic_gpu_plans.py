@@ -28,12 +28,12 @@ from typing import Any
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-import pallaslab  # noqa: E402
-from pallaslab._src.views import tilesdata  # noqa: E402
-from tests import mosaic_gpu_pipelines as kernels  # noqa: E402
+import pallaslab
+from pallaslab._src.views import tilesdata
+from tests import mosaic_gpu_pipelines as kernels
 
 N = 8192
 
@@ -45,7 +45,7 @@ def _timed(work: Callable[[], Any]) -> tuple[Any, float]:
 
 
 def _hopper() -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    from jax.experimental.pallas.ops.gpu import hopper_matmul_mgpu as hopper  # noqa: PLC0415
+    from jax.experimental.pallas.ops.gpu import hopper_matmul_mgpu as hopper
 
     config = hopper.TuningConfig(
         tile_m=128,
