@@ -1,7 +1,8 @@
 """Mosaic GPU hints: each rule on a kernel that triggers it and on one that does not.
 
 Oracles: the figures computed by hand from the kernels' shapes and the chip table
-(`hardware.py`: 227 KiB of SMEM per block on H100, 132 SMs, 148 on B200), the rules of
+(`hardware.py`: 227 KiB of SMEM per block on H100, 132 SMs, 148 on B200), Mosaic GPU's
+own lowering refusing the kernel the SMEM hint calls an error, the rules of
 Mosaic GPU's own checks (`wgmma.py`: M a multiple of 64, N of 8 up to 256; the
 instruction per architecture), and the source line each hint must point at (marked in
 `tests/mosaic_gpu_pipelines.py`).
@@ -42,6 +43,18 @@ def test_smem_over_the_budget_is_an_error_at_the_biggest_buffer():
     assert hint.figure("limit bytes") == 227 * 1024
     assert hint.location.line == line_of("pipeline-line")  # the pipeline's buffers
     assert "max_concurrent_steps" in hint.message
+
+
+def test_smem_over_the_budget_is_what_mosaic_gpus_lowering_refuses():
+    """Oracle: Mosaic GPU's own lowering (the `mosaic-gpu` target, on the CPU)."""
+    fn, args = kernels.tma_wgmma_matmul(n=512, tile_n=256, steps=6)
+    inspection = pallaslab.inspect(fn, *args)
+    (hint,) = [h for h in inspection.hints(chip="H100", masks=False) if h.id == "mosaic-smem"]
+    refused = inspection.lower("mosaic-gpu").error
+    assert refused is not None
+    assert f"smem_bytes={hint.figure('SMEM bytes')} > max_smem_bytes={227 * 1024}" in (
+        refused.message
+    )
 
 
 def test_smem_that_fits_gives_no_hint():
