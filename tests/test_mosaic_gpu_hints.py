@@ -72,19 +72,31 @@ def test_smem_depends_on_the_chip():
 # --- wgmma and tcgen05 the chip rejects -------------------------------------------------
 
 
+def lowering_error(builder, **options) -> str:
+    """Mosaic GPU's own lowering of the kernel (the `mosaic-gpu` target, on the CPU)."""
+    fn, args = builder(**options)
+    error = pallaslab.inspect(fn, *args).lower("mosaic-gpu").error
+    return error.message if error is not None else ""
+
+
 def test_wgmma_rows_not_a_multiple_of_64():
     (hint,) = hints_of(kernels.tma_wgmma_matmul, "mosaic-mma", tile_m=32)
     assert hint.severity == "error"
     assert (hint.figure("m"), hint.figure("n"), hint.figure("k")) == (32, 128, 64)
     assert "M = 32 is not a multiple of 64" in hint.message
     assert hint.location.line == line_of("wgmma-line")
+    assert "WGMMA requires m and n to be multiples of 64 and 8, got 32" in lowering_error(
+        kernels.tma_wgmma_matmul, tile_m=32
+    )
 
 
 def test_wgmma_accumulator_dtype():
-    (hint,) = hints_of(
-        kernels.tma_wgmma_matmul, "mosaic-mma", dtype=jnp.bfloat16, acc_dtype=jnp.float16
-    )
+    wrong = {"dtype": jnp.bfloat16, "acc_dtype": jnp.float16}
+    (hint,) = hints_of(kernels.tma_wgmma_matmul, "mosaic-mma", **wrong)
     assert "a bfloat16 product accumulates in float32, not float16" in hint.message
+    assert "only supports accumulators of type f32" in lowering_error(
+        kernels.tma_wgmma_matmul, **wrong
+    )
     assert hints_of(kernels.tma_wgmma_matmul, "mosaic-mma", acc_dtype=jnp.float16) == []
 
 
