@@ -73,24 +73,29 @@ def tma_wgmma_matmul(
     b_transforms = swizzled(dtype, tile_n, swizzle)
     out_transforms = swizzled(dtype, tile_n)
 
-    def kernel(a_gmem, b_gmem, o_gmem, acc_ref, o_smem):
+    def kernel(a_gmem, b_gmem, o_gmem, o_smem):
         mi = lax.axis_index("m")
         ni = lax.axis_index("n")
 
-        def step(_, a_smem, b_smem):
-            plgpu.wgmma(acc_ref, a_smem, b_smem)  # wgmma-line
-            plgpu.wgmma_wait(1)
+        @functools.partial(pl.run_scoped, acc_ref=plgpu.ACC((tile_m, tile_n), acc_dtype))
+        def _(acc_ref):
+            def step(_, a_smem, b_smem):
+                plgpu.wgmma(acc_ref, a_smem, b_smem)  # wgmma-line
+                plgpu.wgmma_wait(1)
 
-        plgpu.emit_pipeline(  # pipeline-line
-            step,
-            grid=(k // tile_k,),
-            in_specs=[
-                plgpu.BlockSpec((tile_m, tile_k), lambda kk: (mi, kk), transforms=in_transforms),
-                plgpu.BlockSpec((tile_k, tile_n), lambda kk: (kk, ni), transforms=b_transforms),
-            ],
-            max_concurrent_steps=steps,
-        )(a_gmem, b_gmem)
-        o_smem[...] = acc_ref[...].astype(dtype)
+            plgpu.emit_pipeline(  # pipeline-line
+                step,
+                grid=(k // tile_k,),
+                in_specs=[
+                    plgpu.BlockSpec(
+                        (tile_m, tile_k), lambda kk: (mi, kk), transforms=in_transforms
+                    ),
+                    plgpu.BlockSpec((tile_k, tile_n), lambda kk: (kk, ni), transforms=b_transforms),
+                ],
+                max_concurrent_steps=steps,
+            )(a_gmem, b_gmem)
+            o_smem[...] = acc_ref[...].astype(dtype)
+
         plgpu.commit_smem()
         plgpu.copy_smem_to_gmem(  # store-line
             o_smem, o_gmem.at[pl.ds(mi * tile_m, tile_m), pl.ds(ni * tile_n, tile_n)]
@@ -101,10 +106,7 @@ def tma_wgmma_matmul(
         return _kernel(  # tma-call-line
             kernel,
             jax.ShapeDtypeStruct((m, n), dtype),
-            scratch=[
-                plgpu.ACC((tile_m, tile_n), acc_dtype),
-                plgpu.SMEM((tile_m, tile_n), dtype, transforms=out_transforms),
-            ],
+            scratch=[plgpu.SMEM((tile_m, tile_n), dtype, transforms=out_transforms)],
             grid=(m // tile_m, n // tile_n),
             grid_names=("m", "n"),
         )(a, b)
@@ -286,8 +288,13 @@ def tcgen05_matmul(m=128, n=128, k=128, *, dtype=F16):
     return matmul, args
 
 
-def pallas_call_matmul(m=256, n=256, k=256, *, block=(128, 128, 64), steps=2, dtype=F16):
-    """C = A @ B as a `pallas_call` with Mosaic GPU params: K is the sequential axis."""
+def pallas_call_matmul(
+    m=256, n=256, k=256, *, block=(128, 128, 64), steps=2, dtype=F16, interpret=None
+):
+    """C = A @ B as a `pallas_call` with Mosaic GPU params: K is the sequential axis.
+
+    `interpret`: passed to `pallas_call` (Mosaic GPU's interpreter's params, say).
+    """
     bm, bn, bk = block
     transforms = swizzled(dtype, bk)
     b_transforms = swizzled(dtype, bn)
@@ -314,6 +321,7 @@ def pallas_call_matmul(m=256, n=256, k=256, *, block=(128, 128, 64), steps=2, dt
             dimension_semantics=("parallel", "parallel", "sequential"),
             max_concurrent_steps=steps,
         ),
+        **({"interpret": interpret} if interpret is not None else {}),
     )
     args = (jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype))
     return fn, args
