@@ -135,7 +135,6 @@ def pallas_call_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
         smem=top,
         found=found,
         recorder=recorder,
-        buffers=buffers,
         compiler_params=compiler_params,
         extra_pipelines=(pipeline,) if pipelined else (),
     )

@@ -9,7 +9,6 @@ CTA and warpgroup of the grid (`walker`).
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -42,6 +41,8 @@ from pallaslab._src.records.mosaic_gpu import (
 
 # Per-CTA copy sequences kept at most (CTAs x steps, per operand): beyond, no windows.
 MAX_WINDOW_ENTRIES = 1 << 22
+# Programs (CTAs x warpgroups) followed at most: each value is an array over them.
+MAX_PROGRAMS = 1 << 20
 _ = (control, events)  # their handlers register with the walker on import
 
 BARRIER_BYTES = 8  # one mbarrier
@@ -169,7 +170,6 @@ def mesh_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
         smem=top,
         found=found,
         recorder=recorder,
-        buffers=buffers,
         compiler_params=site.params.get("compiler_params"),
     )
 
@@ -180,14 +180,16 @@ def walk(
     """Walks `jaxpr` over the product of `axes` (the last varies fastest)."""
     sizes = {name: int(size) for name, size in axes}
     programs = math.prod(sizes.values()) if sizes else 1
-    indices = (
-        np.array(list(itertools.product(*(range(n) for _, n in axes))), dtype=np.int64)
-        if axes
-        else np.zeros((1, 0), np.int64)
-    )
+    if programs > MAX_PROGRAMS:
+        raise ValueError(
+            f"its grid runs {programs:,} programs (CTAs x warpgroups); pallaslab follows "
+            f"Mosaic GPU kernels of up to {MAX_PROGRAMS:,}"
+        )
+    shape = tuple(n for _, n in axes)
+    indices = np.unravel_index(np.arange(programs, dtype=np.int64), shape) if shape else ()
     walker = Walker(
         programs,
-        {name: indices[:, k] for k, (name, _) in enumerate(axes)},
+        {name: indices[k].astype(np.int64) for k, (name, _) in enumerate(axes)},
         sizes,
         buffers,
         found.by_var,
@@ -211,13 +213,12 @@ def assemble(
     smem: SmemScope,
     found: Allocations,
     recorder: Recorder,
-    buffers: list[Buffer],
     compiler_params: Any,
     extra_pipelines: Sequence[GpuPipeline] = (),
 ) -> MosaicGpuPlan:
     allocations = found.records
     pipelines, pipeline_of = _pipelines(recorder, allocations)
-    labels = _pipeline_labels(allocations, pipelines, kernel, recorder)
+    labels = _pipeline_labels(allocations, pipelines, kernel)
     copies = _merged_copies(
         CopySite(
             kind=c.kind,  # type: ignore[arg-type]
@@ -266,7 +267,7 @@ def assemble(
         copies=copies,
         mmas=mmas,
         pipelines=(*extra_pipelines, *pipelines),
-        windows=_windows(recorder, len(buffers), math.prod(ctas), threads),
+        windows=_windows(recorder, math.prod(ctas), threads),
         flops=recorder.flops,
         transcendentals=recorder.transcendentals,
         exact=recorder.exact,
@@ -332,10 +333,7 @@ def _merged_copies(sites: Any) -> tuple[CopySite, ...]:
 
 
 def _pipeline_labels(
-    allocations: list[SmemAllocation],
-    pipelines: list[GpuPipeline],
-    kernel: Kernel,
-    recorder: Recorder,
+    allocations: list[SmemAllocation], pipelines: list[GpuPipeline], kernel: Kernel
 ) -> dict[int, str]:
     """Each allocation's label; a pipeline's buffers named after the operand they hold."""
     labels = {k: a.label for k, a in enumerate(allocations)}
@@ -343,7 +341,6 @@ def _pipeline_labels(
         for buffer, operand in zip(pipeline.buffers, pipeline.operands, strict=True):
             name = kernel.operands[operand].label if 0 <= operand < len(kernel.operands) else "?"
             labels[int(buffer)] = f"pipeline buffer of {name}"
-    del recorder
     return labels
 
 
@@ -379,7 +376,7 @@ def _relabelled(
     return redo(scope)
 
 
-def _windows(recorder: Recorder, operands: int, ctas: int, threads: int) -> tuple[CopyWindows, ...]:
+def _windows(recorder: Recorder, ctas: int, threads: int) -> tuple[CopyWindows, ...]:
     """Per operand and direction, each CTA's copies in order: where they land."""
     grouped: dict[tuple[int, str], list[Any]] = {}
     for event in recorder.windows:
@@ -426,7 +423,6 @@ def _windows(recorder: Recorder, operands: int, ctas: int, threads: int) -> tupl
                 unknown=unknown,
             )
         )
-    del operands
     return tuple(found)
 
 
