@@ -266,14 +266,21 @@ def test_jax_hopper_matmul_plan_matches_mosaic_gpus_own_estimate():
         tile_k=64,
         max_concurrent_steps=4,
         grid_minor_dim=hopper.MatmulDimension.N,
+        cluster_dimension=hopper.MatmulDimension.N,
     )
     a = jax.ShapeDtypeStruct((1024, 1024), jnp.float16)
     with h100_mesh():
         inspection = pallaslab.inspect(lambda x, y: hopper.matmul(x, y, None, config), a, a)
         plan = inspection.plan()
-    assert plan.ctas == 132
+    assert plan.grid == (66, 2) and plan.threads == 3  # clusters of 2, 3 warpgroups each
     assert plan.mma_flops == 2 * 1024**3
-    assert plan.persistent.items == (1024 // 128) * (1024 // 256)
+    # Each CTA of a cluster takes each of its cluster's (128, 512) tiles.
+    assert plan.persistent.items == (1024 // 128) * (1024 // 512) * 2
+    # Clusters of 2 CTAs along N share each A window (a multicast copy): A crosses from
+    # GMEM once per cluster column of 512, 1024 // 512 = 2 times in all.
+    (a_copy,) = [c for c in plan.copies if c.operand == 0]
+    assert a_copy.multicast == 2
+    assert a_copy.gmem_bytes == 2 * 1024 * 1024 * 2
     expected = mosaic_estimate(inspection)
     assert inspection.smem().buffer_bytes == expected[0]
     assert inspection.smem().barriers == expected[1]
