@@ -373,7 +373,8 @@ def test_tiles_tab_shows_the_mosaic_part_without_an_error(tma, persistent, manua
 def test_static_tiles_tab_shows_the_smem_budget_and_pipeline(tma):
     html = static_tab(tma, "tiles")
     assert "131,096 bytes" in html
-    assert "emit_pipeline at mosaic_gpu_pipelines.py:" in html
+    line = kernels_line("pipeline-line")
+    assert f"emit_pipeline at mosaic_gpu_pipelines.py line {line}:" in html
     assert "TilingTransform((8, 64))" in html
 
 

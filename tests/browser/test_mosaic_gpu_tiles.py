@@ -80,4 +80,5 @@ def test_tiles_tab_reads_the_smem_budget_and_pipeline_steps(mosaic):
     expect(pane.locator("[data-role=accesses]")).to_have_attribute("data-status", "none")
     # The operands are cut into the windows the copies move: 2 x 2 CTAs x 8 steps.
     expect(pane.locator(".pl-facts").first).to_contain_text("grid 2 \u00d7 2 \u00d7 8")
+    part.scroll_into_view_if_needed()
     screenshot(mosaic.page, "mosaic-gpu-tiles")

@@ -25,7 +25,7 @@ from pallaslab._src.base import words
 from pallaslab._src.geometry.merit import KernelMerit, OperandMerit
 from pallaslab._src.geometry.operand_tiles import OperandTiles
 from pallaslab._src.geometry.tilemap import TileMap
-from pallaslab._src.records import Kernel, SourceLocation, hardware
+from pallaslab._src.records import Kernel, hardware
 from pallaslab._src.records.mosaic_gpu import MosaicGpuPlan, SmemAllocation, SmemScope
 
 #: Mosaic GPU aligns every scoped SMEM allocation to this many bytes (its lowering's
@@ -346,13 +346,6 @@ def _itemsize(dtype: str) -> int:
 def _widest_input(kernel: Kernel) -> str:
     floats = [o.dtype for o in kernel.inputs if "float" in o.dtype]
     return max(floats, key=_itemsize) if floats else "float32"
-
-
-def location_text(location: SourceLocation | None) -> str:
-    """`file:line` with the file's last part, or ""."""
-    if location is None:
-        return ""
-    return f"{location.file.rsplit('/', 1)[-1]}:{location.line}"
 
 
 def transforms_text(transforms: Sequence[object]) -> str:

@@ -62,11 +62,12 @@ def mosaic(model: MosaicGpuModel) -> list[Node]:
         )
     )
     for p in model["pipelines"]:
+        at = f" at {p['line']}" if p["line"] else ""
         parts.append(
             h(
                 "p",
                 "",
-                f"{p['kind']} at {p['line'] or '?'}: {p['steps']} steps per run, "
+                f"{p['kind']}{at}: {p['steps']} steps per run, "
                 f"{p['slots']} slots per operand, {p['runs']} runs per CTA",
             )
         )

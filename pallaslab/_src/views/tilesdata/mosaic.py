@@ -7,15 +7,10 @@ and the chip table; every part that is empty says why in one sentence.
 from __future__ import annotations
 
 from pallaslab._src.base import words
-from pallaslab._src.geometry.mosaic_gpu import (
-    SmemBudget,
-    copy_steps,
-    location_text,
-    plan_chips,
-    transforms_text,
-)
-from pallaslab._src.records import Kernel, short_dtype
+from pallaslab._src.geometry.mosaic_gpu import SmemBudget, copy_steps, plan_chips, transforms_text
+from pallaslab._src.records import Kernel, SourceLocation, short_dtype
 from pallaslab._src.records.mosaic_gpu import MosaicGpuPlan
+from pallaslab._src.views import where
 from pallaslab._src.views.contracts import (
     CopyRow,
     MmaRow,
@@ -41,11 +36,17 @@ _COPY_KINDS = {
 }
 
 
+def _line(location: SourceLocation | None, kernel: Kernel) -> str:
+    """A line as the views name it ("Cell [2] line 14"); "" for a library's, or none."""
+    shown = where.location(location, where.kernel_files([kernel]))
+    return f"{shown['label']} line {shown['line']}" if shown is not None else ""
+
+
 def _array(dtype: str, shape: tuple[int, ...]) -> str:
     return f"{short_dtype(dtype)}[{','.join(map(str, shape))}]"
 
 
-def smem_json(budget: SmemBudget, plan: MosaicGpuPlan) -> SmemModel:
+def smem_json(budget: SmemBudget, plan: MosaicGpuPlan, kernel: Kernel) -> SmemModel:
     """Each allocation, the total, and the total against each chip's limit per block."""
     rows: list[SmemRow] = []
     for line in budget.lines:
@@ -64,7 +65,7 @@ def smem_json(budget: SmemBudget, plan: MosaicGpuPlan) -> SmemModel:
                 "depth": max(0, line.depth),
                 "atPeak": line.at_peak,
                 "pipeline": a.pipeline,
-                "line": location_text(a.location),
+                "line": _line(a.location, kernel),
             }
         )
     chips: list[SmemChip] = []
@@ -106,13 +107,13 @@ def _copies(plan: MosaicGpuPlan, kernel: Kernel) -> list[CopyRow]:
                 "exact": c.exact,
                 "multicast": c.multicast,
                 "pipeline": c.pipeline,
-                "line": location_text(c.location),
+                "line": _line(c.location, kernel),
             }
         )
     return rows
 
 
-def _mmas(plan: MosaicGpuPlan) -> list[MmaRow]:
+def _mmas(plan: MosaicGpuPlan, kernel: Kernel) -> list[MmaRow]:
     rows: list[MmaRow] = []
     for m in plan.mmas:
         layout = "; ".join(
@@ -131,7 +132,7 @@ def _mmas(plan: MosaicGpuPlan) -> list[MmaRow]:
                 "count": m.count,
                 "flopsText": si(m.flops, "FLOP"),
                 "exact": m.exact,
-                "line": location_text(m.location),
+                "line": _line(m.location, kernel),
             }
         )
     return rows
@@ -166,23 +167,23 @@ def _pipelines(plan: MosaicGpuPlan, kernel: Kernel) -> list[PipelineRow]:
                 "steps": p.steps,
                 "runs": p.runs,
                 "buffers": buffers,
-                "line": location_text(p.location),
+                "line": _line(p.location, kernel),
             }
         )
     return rows
 
 
-def _persistent(plan: MosaicGpuPlan) -> str:
+def _persistent(plan: MosaicGpuPlan, kernel: Kernel) -> str:
     loop = plan.persistent
     if loop is None:
         return ""
-    where = location_text(loop.location)
+    at = _line(loop.location, kernel)
     spread = (
         f"{loop.least} each" if loop.least == loop.most else f"{loop.least} to {loop.most} per CTA"
     )
     return (
         f"Persistent: {plan.ctas:,} CTAs loop over {loop.items:,} work items ({spread})"
-        + (f", at {where}" if where else "")
+        + (f", at {at}" if at else "")
         + "."
     )
 
@@ -192,7 +193,7 @@ def mosaic_json(
 ) -> MosaicGpuModel:
     """The Mosaic GPU part of a kernel's Tiles tab."""
     copies = _copies(plan, kernel)
-    mmas = _mmas(plan)
+    mmas = _mmas(plan, kernel)
     pipelines = _pipelines(plan, kernel)
     return {
         "ctas": plan.ctas,
@@ -201,7 +202,7 @@ def mosaic_json(
         "threads": plan.threads,
         "steps": copy_steps(plan),
         "copyMap": copy_map,
-        "smem": smem_json(budget, plan),
+        "smem": smem_json(budget, plan, kernel),
         "copies": copies,
         "copiesMissing": ""
         if copies
@@ -218,7 +219,7 @@ def mosaic_json(
             "bytesText": words.nbytes(plan.gmem_bytes),
             "exact": plan.exact,
         },
-        "persistent": _persistent(plan),
+        "persistent": _persistent(plan, kernel),
         "notices": list(plan.notices),
     }
 

@@ -56,7 +56,7 @@ export function mosaicPart(model: IMosaicGpuModel): HTMLElement {
     r.stored ? `${r.shape} \u2192 stored ${r.stored}` : r.shape,
     r.transforms,
     r.bytesText,
-    r.atPeak ? '' : 'not at the peak',
+    r.atPeak ? 'yes' : 'no',
     r.line
   ]);
   const pipelines = model.pipelines.map(p =>
@@ -73,7 +73,7 @@ export function mosaicPart(model: IMosaicGpuModel): HTMLElement {
       },
       h('p', {
         text:
-          `${p.kind} at ${p.line || '?'}: ${p.steps} step${p.steps === 1 ? '' : 's'} ` +
+          `${p.kind}${p.line ? ` at ${p.line}` : ''}: ${p.steps} step${p.steps === 1 ? '' : 's'} ` +
           `per run, ${p.slots} slot${p.slots === 1 ? '' : 's'} per operand ` +
           `(max_concurrent_steps), ${p.runs} run${p.runs === 1 ? '' : 's'} per CTA`
       }),
