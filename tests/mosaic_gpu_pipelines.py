@@ -325,3 +325,28 @@ def pallas_call_matmul(
     )
     args = (jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype))
     return fn, args
+
+
+def pl_kernel_rows(rows=256, cols=128, *, ctas=2, closed_over=False):
+    """y = 2x by row blocks on a GPU mesh: `pl.kernel`, or `pl.core_map` (closed over refs)."""
+    block = rows // ctas
+    out = jax.ShapeDtypeStruct((rows, cols), jnp.float32)
+
+    def body(x_ref, o_ref):
+        i = lax.axis_index("x")
+        o_ref[pl.ds(i * block, block)] = x_ref[pl.ds(i * block, block)] * 2  # rows-line
+
+    def scale(x):
+        mesh = plgpu.Mesh(grid=(ctas,), grid_names=("x",))
+        if not closed_over:
+            names = inspect.signature(pl.kernel).parameters
+            out_kw = {"out_type": out} if "out_type" in names else {"out_shape": out}
+            return pl.kernel(body, mesh=mesh, **out_kw)(x)
+
+        def stateful(refs):
+            x_ref, o_ref = refs
+            pl.core_map(mesh)(lambda: body(x_ref, o_ref))
+
+        return pl.run_state(stateful)((x, jnp.zeros_like(x)))[1]
+
+    return scale, (out,)

@@ -238,6 +238,23 @@ def test_tcgen05_kernel(tcgen05):
     assert "Blackwell" in budget.on_chip("H100", plan).note
 
 
+# --- pl.kernel on a GPU mesh, and pl.core_map (closing over its refs) --------------------
+
+
+@pytest.mark.parametrize("closed_over", [False, True])
+def test_mesh_kernels_map_each_ctas_rows(closed_over):
+    inspection = inspect(kernels.pl_kernel_rows, closed_over=closed_over)
+    plan = inspection.plan()
+    load, store = plan.copies
+    assert (load.kind, load.operand, load.window, load.copies) == ("load", 0, (128, 128), 2)
+    assert (store.kind, store.operand, store.copies) == ("store", 1, 2)
+    assert load.location.line == kernels_line("rows-line")
+    tiles = inspection.tiles()
+    assert tiles.grid == (2, 1)
+    assert tiles.ranges(0, (1, 0)) == ((128, 256), (0, 128))
+    assert np.all(tiles.read_counts(1) == 1)  # each row written by one CTA: no race
+
+
 # --- A pallas_call with Mosaic GPU params ---------------------------------------------
 
 

@@ -157,10 +157,12 @@ def mesh_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
     found = Allocations()
     jaxpr = inner_jaxpr(body)
     top = SmemScope((), tuple(scopes_of(jaxpr, found)), kernel.source)
-    buffers = [
-        Buffer("gmem", position, None, var.aval) for position, var in enumerate(jaxpr.invars)
-    ]
-    recorder = walk(jaxpr, axes, buffers, found)
+    # `pl.kernel` / `plgpu.kernel` take the operands as the body's inputs; `pl.core_map`
+    # closes over them (its constvars, in the kernel record's order).
+    closed_over = site.primitive == "core_map"
+    operands = jaxpr.constvars if closed_over else jaxpr.invars
+    buffers = [Buffer("gmem", position, None, var.aval) for position, var in enumerate(operands)]
+    recorder = walk(body, axes, buffers, found, closed_over=closed_over)
     ctas = (*grid, *cluster) or (1,)
     return assemble(
         kernel,
@@ -175,9 +177,19 @@ def mesh_plan(site: KernelSite, kernel: Kernel) -> MosaicGpuPlan:
 
 
 def walk(
-    jaxpr: Any, axes: list[tuple[str, int]], buffers: list[Buffer], found: Allocations
+    body: Any,
+    axes: list[tuple[str, int]],
+    buffers: list[Buffer],
+    found: Allocations,
+    *,
+    closed_over: bool = False,
 ) -> Recorder:
-    """Walks `jaxpr` over the product of `axes` (the last varies fastest)."""
+    """Walks a kernel body over the product of `axes` (the last varies fastest).
+
+    The body's inputs are `buffers`, first to last; `closed_over`: its constvars are
+    (`pl.core_map`), else its invars (and constvars are its constants).
+    """
+    jaxpr = inner_jaxpr(body)
     sizes = {name: int(size) for name, size in axes}
     programs = math.prod(sizes.values()) if sizes else 1
     if programs > MAX_PROGRAMS:
@@ -194,9 +206,14 @@ def walk(
         buffers,
         found.by_var,
     )
-    args = [Ref(k) if k < len(buffers) else None for k in range(len(jaxpr.invars))]
+    refs_ = [Ref(k) for k in range(len(buffers))]
     try:
-        walker.run(jaxpr, args, np.ones(programs, bool))
+        if closed_over:
+            inputs = [*refs_, *([None] * len(jaxpr.invars))]
+            walker.run(jaxpr, inputs, np.ones(programs, bool), open_jaxpr=True)
+        else:
+            inputs = refs_ + [None] * (len(jaxpr.invars) - len(refs_))
+            walker.run(body, inputs, np.ones(programs, bool))
     except OutOfBudgetError:
         walker.found.inexact(
             "The kernel's loops take more steps than pallaslab follows: counts are partial."
