@@ -20,6 +20,7 @@ from pallaslab._src.core.settings import Settings
 from pallaslab._src.core.sharing import RaceReport
 from pallaslab._src.geometry.accesses import AccessMap, BlockAccesses, ElementAccess, RefInfo
 from pallaslab._src.geometry.merit import ChipFit, KernelMerit, OperandMerit
+from pallaslab._src.geometry.mosaic_gpu import CopyMap, SmemBudget, SmemFit, SmemLine
 from pallaslab._src.geometry.races import Conflict
 from pallaslab._src.geometry.tilemap import Coverage, OperandTiles, TileMap
 from pallaslab._src.records.checks import CheckPoint, CheckResult
@@ -45,6 +46,17 @@ from pallaslab._src.records.lowered import (
     TilingProblem,
     TpuResources,
 )
+from pallaslab._src.records.mosaic_gpu import (
+    CopySite,
+    CopyWindows,
+    GpuPipeline,
+    GpuTransform,
+    MmaSite,
+    MosaicGpuPlan,
+    PersistentLoop,
+    SmemAllocation,
+    SmemScope,
+)
 from pallaslab._src.records.runs import (
     Comparison,
     Leak,
@@ -67,6 +79,9 @@ __all__ = [
     "Comparison",
     "CompileCacheInfo",
     "Conflict",
+    "CopyMap",
+    "CopySite",
+    "CopyWindows",
     "CostEstimate",
     "Coverage",
     "Delta",
@@ -74,7 +89,9 @@ __all__ = [
     "ElementAccess",
     "EmulationNotice",
     "Gpu",
+    "GpuPipeline",
     "GpuResources",
+    "GpuTransform",
     "Hint",
     "IndexMap",
     "Inspection",
@@ -87,12 +104,15 @@ __all__ = [
     "Lowered",
     "LoweringComparison",
     "LoweringError",
+    "MmaSite",
+    "MosaicGpuPlan",
     "Occupancy",
     "Operand",
     "OperandMerit",
     "OperandTiles",
     "OutOfBounds",
     "OutputSummary",
+    "PersistentLoop",
     "Plan",
     "RaceCheck",
     "RaceReport",
@@ -101,6 +121,11 @@ __all__ = [
     "Row",
     "RunResult",
     "Settings",
+    "SmemAllocation",
+    "SmemBudget",
+    "SmemFit",
+    "SmemLine",
+    "SmemScope",
     "SourceLocation",
     "Stage",
     "Target",

@@ -385,15 +385,17 @@ def test_working_set_over_vmem():
 def test_working_set_over_shared_memory():
     from jax.experimental.pallas import mosaic_gpu as plgpu
 
-    # Mosaic GPU pipelines blocks through shared memory: three 256 KiB blocks, twice.
+    # Mosaic GPU pipelines blocks through shared memory: three 256 KiB blocks, one slot
+    # each (no sequential grid axis: one step), and a barrier for the inputs' copies.
     mosaic = plgpu.CompilerParams()
     fn, args = matmul(256, 256, 256, 512, 256, 512, params=mosaic)
-    (hint,) = hints_of(fn, *args, rule="working-set")
-    assert hint.severity == "warning" and hint.chip == "H100"
-    assert hint.figure("working set bytes") == 2 * 3 * 256 * 256 * 4
-    assert hint.figure("capacity bytes") == 227 * 1024  # cc 9.0: 227 KB per block
+    assert hints_of(fn, *args, rule="working-set") == []  # Mosaic GPU's own rule says it
+    (hint,) = hints_of(fn, *args, rule="mosaic-smem")
+    assert hint.severity == "error" and hint.chip == "H100"
+    assert hint.figure("SMEM bytes") == 3 * 256 * 256 * 4 + 8
+    assert hint.figure("limit bytes") == 227 * 1024  # cc 9.0: 227 KB per block
     fn, args = matmul(64, 64, 64, 512, 64, 512, params=mosaic)
-    assert hints_of(fn, *args, rule="working-set") == []
+    assert hints_of(fn, *args, rule="mosaic-smem") == []
     # Triton reads blocks from global memory: only a compile's shared memory tells.
     fn, args = matmul(256, 256, 256, 512, 256, 512)
     assert hints_of(fn, *args, rule="working-set") == []
@@ -550,13 +552,29 @@ def test_every_rule_speaks_plain_words():
     found += kernel_hints(
         _inputs(add3((128,), (n,), params=TRITON), spec((n,)), spec((n,)), registers=64)
     )
+    found += _mosaic_gpu_hints()
     from pallaslab._src.geometry.hints import RULES
 
     ids = {h.id for h in found}
-    assert len(ids) == 15 and len(RULES) == 14  # small-grid gives grid-tail as well
+    assert len(ids) == 20 and len(RULES) == 19  # small-grid gives grid-tail as well
     for hint in found:
         assert "`" not in hint.message and hint.id not in hint.message, hint
         assert hint.chip and hint.location is not None and hint.figures
+
+
+def _mosaic_gpu_hints() -> list[Hint]:
+    """A kernel for each Mosaic GPU rule (`tests/test_mosaic_gpu_hints.py` tests them)."""
+    from tests import mosaic_gpu_pipelines as mgpu
+
+    found = []
+    for builder, options in (
+        (mgpu.tma_wgmma_matmul, {"n": 512, "tile_n": 256, "steps": 6}),  # SMEM
+        (mgpu.tma_wgmma_matmul, {"tile_m": 32, "steps": 1, "swizzle": 32}),  # wgmma, pipeline
+        (mgpu.persistent_matmul, {"num_sms": 100}),
+    ):
+        fn, args = builder(**options)
+        found += [h for h in hints_of(fn, *args) if h.id.startswith("mosaic")]
+    return found
 
 
 def test_cli_prints_hints_at_their_lines(tmp_path, capsys):

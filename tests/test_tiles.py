@@ -246,7 +246,7 @@ def test_accesses_of_a_scratch_buffer_and_its_reuse():
     assert (acc.reads == 2).all() and (acc.writes == 2).all()
 
 
-def test_mesh_kernels_are_refused_clearly():
+def test_mesh_kernels_map_their_copies_and_refuse_element_accesses_clearly():
     from jax.experimental.pallas import mosaic_gpu as plgpu
 
     def body(x_ref, o_ref):
@@ -258,6 +258,10 @@ def test_mesh_kernels_are_refused_clearly():
 
     inspection = pallaslab.inspect(f, corpus.f32(256))
     tiles = inspection.tiles()
-    assert [t.access for t in tiles.operands] == ["manual", "manual"]
+    # No BlockSpecs: the map is the body's copies. Each of the 2 CTAs loads all of x and
+    # stores all of the output (one step each).
+    assert tiles.grid == (2, 1)
+    assert [t.access for t in tiles.operands] == ["pipelined", "pipelined"]
+    assert (tiles.read_counts(0) == 2).all() and (tiles.read_counts(1) == 2).all()
     with pytest.raises(ValueError, match="pallas_call kernels"):
         inspection.accesses()

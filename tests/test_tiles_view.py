@@ -212,6 +212,15 @@ def test_the_front_end_has_stable_hooks_for_browser_tests():
 
 
 def test_kernels_without_blocks_say_so():
+    case = corpus.pipelined_add()  # pl.ANY operands: the body moves its own blocks
+    inspection = pallaslab.inspect(case.fn, *case.args)
+    (kernel,) = tilesdata.payload(inspection)["kernels"]
+    assert all(o["access"] == "manual" for o in kernel["operands"])
+    assert any("stays in HBM" in n for n in kernel["notices"])
+    assert "no blocks to draw" in static_tab(inspection, "tiles")
+
+
+def test_a_mosaic_gpu_kernel_without_blockspecs_shows_its_copies():
     from jax.experimental.pallas import mosaic_gpu as plgpu
 
     def body(x_ref, o_ref):
@@ -223,6 +232,9 @@ def test_kernels_without_blocks_say_so():
 
     inspection = pallaslab.inspect(f, corpus.f32(256))
     (kernel,) = tilesdata.payload(inspection)["kernels"]
-    assert all(o["access"] == "manual" for o in kernel["operands"])
-    assert any("stays in HBM" in n for n in kernel["notices"])
-    assert "no blocks to draw" in static_tab(inspection, "tiles")
+    # Both CTAs load all of x and store all of the output: one copy each, per operand.
+    assert [o["access"] for o in kernel["operands"]] == ["pipelined", "pipelined"]
+    assert kernel["grid"] == [2, 1]
+    assert [c["copies"] for c in kernel["mosaic"]["copies"]] == [2, 2]
+    assert kernel["merit"]["gpu"]["bytes"] == 2 * 2 * 256 * 4
+    assert "no blocks to draw" not in static_tab(inspection, "tiles")

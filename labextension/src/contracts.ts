@@ -503,6 +503,7 @@ export interface IMerit {
   flopsExact: boolean;
   intensity: number | null;
   computeDtype: string;
+  workingSetName?: string;
 }
 
 /** The figures against one chip. */
@@ -542,6 +543,116 @@ export interface IFitsBySchedule {
   gpu: IChipFit[];
 }
 
+/** One allocation of a Mosaic GPU kernel's shared memory. */
+export interface ISmemRow {
+  label: string;
+  kind: string;
+  shape: string;
+  stored: string;
+  transforms: string;
+  bytes: number;
+  bytesText: string;
+  depth: number;
+  atPeak: boolean;
+  pipeline: number | null;
+  line: string;
+}
+
+/** A Mosaic GPU kernel's shared memory against one chip. */
+export interface ISmemChip {
+  chip: string;
+  limit: number;
+  limitText: string;
+  fits: boolean;
+  share: number;
+  blocksPerSm: number;
+  note: string;
+}
+
+/** A Mosaic GPU kernel's shared memory: each allocation, the total, per chip. */
+export interface ISmemModel {
+  rows: ISmemRow[];
+  total: number;
+  totalText: string;
+  summary: string;
+  chips: ISmemChip[];
+}
+
+/** One line of a Mosaic GPU kernel moving data between GMEM and the chip. */
+export interface ICopyRow {
+  kind: string;
+  operand: string;
+  smem: string;
+  window: string;
+  bytesEachText: string;
+  copies: number;
+  totalText: string;
+  exact: boolean;
+  multicast: number;
+  pipeline: number | null;
+  line: string;
+}
+
+/** One matrix product of a Mosaic GPU kernel. */
+export interface IMmaRow {
+  kind: string;
+  shape: string;
+  dtypes: string;
+  lhs: string;
+  layout: string;
+  count: number;
+  flopsText: string;
+  exact: boolean;
+  line: string;
+}
+
+/** One operand of a pipeline: its window and SMEM buffer. */
+export interface IPipelineBuffer {
+  operand: string;
+  window: string;
+  transforms: string;
+  bytesText: string;
+}
+
+/** One pipeline of a Mosaic GPU kernel. */
+export interface IPipelineRow {
+  index: number;
+  kind: string;
+  slots: number;
+  steps: number;
+  runs: number;
+  buffers: IPipelineBuffer[];
+  line: string;
+}
+
+/** A Mosaic GPU kernel's work and traffic over its grid. */
+export interface IMosaicWork {
+  flopsText: string;
+  mmaFlopsText: string;
+  bytesText: string;
+  exact: boolean;
+}
+
+/** What a Mosaic GPU kernel does: its grid, SMEM, copies, products and pipelines. */
+export interface IMosaicGpuModel {
+  ctas: number;
+  grid: number[];
+  axisNames: string[];
+  threads: number;
+  steps: number;
+  copyMap: boolean;
+  smem: ISmemModel;
+  copies: ICopyRow[];
+  copiesMissing: string;
+  mmas: IMmaRow[];
+  mmasMissing: string;
+  pipelines: IPipelineRow[];
+  pipelinesMissing: string;
+  work: IMosaicWork;
+  persistent: string;
+  notices: string[];
+}
+
 /** One kernel's tile map, figures of merit and the chips to compare them with. */
 export interface ITilesKernel {
   index: number;
@@ -562,6 +673,9 @@ export interface ITilesKernel {
   defaultChip: ISchedules;
   notices: string[];
   dtypes: string[];
+  mosaic?: IMosaicGpuModel;
+  mosaicError?: string;
+  accessesNote?: string;
 }
 
 /** A kernel without a tile map, and why. */

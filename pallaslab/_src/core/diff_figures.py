@@ -17,7 +17,7 @@ from typing import Any
 
 from pallaslab._src.base import sources, textdiff
 from pallaslab._src.core.inspection import Inspection
-from pallaslab._src.geometry.merit import Chip, KernelMerit, kernel_merit, on_chip
+from pallaslab._src.geometry.merit import Chip, KernelMerit, on_chip
 from pallaslab._src.records import Kernel, RunResult, hardware, short_dtype
 from pallaslab._src.records.diffs import Delta, Value
 from pallaslab._src.records.lowered import GpuResources, Lowered, TpuResources
@@ -289,7 +289,7 @@ def _occupancy(resources: GpuResources | None, chip: Chip) -> Any:
 
 def _merit(inspection: Inspection, kernel: Kernel, notes: list[str]) -> KernelMerit | None:
     try:
-        return kernel_merit(inspection.tiles(kernel.index))
+        return inspection.merit(kernel.index)  # a Mosaic GPU kernel's from its plan
     except (ValueError, IndexError, KeyError) as error:
         notes.append(f"{kernel.name}: no tile figures: {error}")
         return None

@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pallaslab._src.core import jax_adapter, lowering, tiling
+from pallaslab._src.core import jax_adapter, lowering, mosaic_gpu, tiling
 from pallaslab._src.core.kernel_targets import chip_for, natural_target, triton_style
 from pallaslab._src.core.lowering import tpu_rules
 from pallaslab._src.core.program import Traced, program_of
 from pallaslab._src.geometry.hints import HintInputs, kernel_hints
 from pallaslab._src.geometry.merit import Chip, chip_named, kernel_merit
+from pallaslab._src.geometry.mosaic_gpu import smem_budget
 from pallaslab._src.geometry.tilemap import TileMap
 from pallaslab._src.records import Kernel, SourceLocation, hardware
 from pallaslab._src.records.hints import SEVERITIES, DotInfo, Hint, MaskUse
@@ -75,8 +76,20 @@ def kernel_hints_of(
         tiling_problems=_tiling_problems(kernel, chip),
         masks=_masks(inspection, kernel, tiles) if masks else (),
         blocks_in_global=triton_style(kernel),
+        **_mosaic(inspection, kernel),
     )
     return kernel_hints(inputs)
+
+
+def _mosaic(inspection: Traced, kernel: Kernel) -> dict[str, Any]:
+    """A Mosaic GPU kernel's plan and SMEM budget, for its rules (none for the others)."""
+    if not mosaic_gpu.is_mosaic_gpu(kernel):
+        return {}
+    try:
+        plan = mosaic_gpu.kernel_plan(inspection, kernel.index)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return {}  # a body pallaslab cannot read: no Mosaic GPU hints rather than wrong ones
+    return {"plan": plan, "smem": smem_budget(plan)}
 
 
 def _tiles(inspection: Traced, kernel: Kernel) -> tuple[TileMap | None, Any]:

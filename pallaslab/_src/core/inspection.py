@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     from pallaslab._src.core.sharing import RaceReport
     from pallaslab._src.geometry.accesses import BlockAccesses
     from pallaslab._src.geometry.merit import KernelMerit
+    from pallaslab._src.geometry.mosaic_gpu import SmemBudget
     from pallaslab._src.geometry.races import Conflict
     from pallaslab._src.geometry.tilemap import TileMap
     from pallaslab._src.records.hints import Hint
+    from pallaslab._src.records.mosaic_gpu import MosaicGpuPlan
 
 
 def inspect(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Inspection:
@@ -113,9 +115,44 @@ class Inspection(Traced):
             schedule: "tpu" or "gpu" (decides what is copied again); default: the
                 tile map's.
         """
+        from pallaslab._src.core import mosaic_gpu  # noqa: PLC0415
         from pallaslab._src.geometry.merit import kernel_merit  # noqa: PLC0415
 
-        return kernel_merit(self.tiles(kernel), schedule)
+        tiles = self.tiles(kernel)
+        if mosaic_gpu.is_mosaic_gpu(tiles.kernel):
+            return mosaic_gpu.merit(tiles, self)
+        return kernel_merit(tiles, schedule)
+
+    def plan(self, kernel: int | str = 0) -> MosaicGpuPlan:
+        """What a Mosaic GPU kernel does, for every CTA of its grid.
+
+        Its SMEM, TMEM and register allocations (with their transforms), every copy
+        between GMEM and the chip (TMA copies, a pipeline's, loads and stores of GMEM
+        refs: windows, bytes, how often), every matrix product (`wgmma`,
+        `tcgen05_mma`, dots: shapes, dtypes, layouts, FLOPs), its pipelines (slots,
+        steps, runs) and its persistent loop, read off the traced body.
+        `.smem(kernel).on_chip("H100")` puts its SMEM against a chip.
+
+        Args:
+            kernel: The kernel's index or name (default: the first kernel).
+
+        Raises:
+            ValueError: For kernels that are not Mosaic GPU kernels.
+        """
+        from pallaslab._src.core import mosaic_gpu  # noqa: PLC0415
+
+        return mosaic_gpu.kernel_plan(self, kernel)
+
+    def smem(self, kernel: int | str = 0) -> SmemBudget:
+        """The shared memory a Mosaic GPU kernel asks for, as its lowering computes it.
+
+        Every buffer aligned to 1 KiB (scopes that run one after another share
+        memory), 8 bytes per barrier, 4 for a TMEM address: `.total`, `.lines` (each
+        allocation, and whether it is live at the peak), `.on_chip("H100")`.
+        """
+        from pallaslab._src.core import mosaic_gpu  # noqa: PLC0415
+
+        return mosaic_gpu.budget(self, kernel)
 
     def accesses(
         self, kernel: int | str = 0, program: Sequence[int] | None = None

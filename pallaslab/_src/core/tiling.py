@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import jax_adapter, mosaic_gpu
 from pallaslab._src.core.prefetch import kernel_inputs, prefetch_values
 from pallaslab._src.core.program import Traced, program_of
 from pallaslab._src.core.seeded import example_arrays
@@ -36,9 +36,15 @@ def tile_map(
 
     Scalar-prefetch values, when the index maps need them and none are given, are
     those of the example arguments (seeded random arrays where only shapes were
-    given: the same `Inspection.run()` uses).
+    given: the same `Inspection.run()` uses). A Mosaic GPU kernel on a mesh has no
+    BlockSpecs: its map is where its copies go (`geometry.mosaic_gpu.CopyMap`).
     """
     record = inspection.kernel(kernel)
+    if mosaic_gpu.copies_are_the_map(record):  # no BlockSpecs: the copies the body makes
+        try:
+            return mosaic_gpu.copy_map(inspection, record.index)
+        except ValueError:
+            pass  # a body pallaslab cannot follow: its operands, whole, as for any mesh kernel
     if prefetch is None:
         prefetch = _prefetch(inspection, record) if record.num_scalar_prefetch else ()
     chosen = schedule or schedule_of(record, inspection.backend)

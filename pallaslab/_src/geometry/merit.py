@@ -89,6 +89,8 @@ class KernelMerit:
             `CompilerParams(vmem_limit_bytes=...)`, if it does.
         matmul: Whether the kernel multiplies matrices (`dot_general`), the work the
             MXU and the tensor cores do; None when unknown (no count of its body).
+        working_set_name: What `working_set_bytes` is when it is not the blocks'
+            estimate: a Mosaic GPU kernel's is the SMEM it allocates ("" otherwise).
     """
 
     kernel: str
@@ -106,6 +108,7 @@ class KernelMerit:
     compute_dtype: str
     vmem_limit_bytes: int | None = None
     matmul: bool | None = None
+    working_set_name: str = ""
 
     @property
     def traffic_ratio(self) -> float:
@@ -351,10 +354,16 @@ def on_chip(merit: KernelMerit, chip: Chip | str) -> ChipFit:
             if low and matmul
             else (chip.fp32_flops, "fp32")
         )
-        notes.append(
-            "On GPU, blocks live in registers or shared memory as the compiler decides; "
-            "this compares all blocks, double-buffered, with one block's shared memory."
-        )
+        if merit.working_set_name:
+            notes.append(
+                "Shared memory is what the kernel allocates (its buffers, pipeline slots "
+                "and barriers, as Mosaic GPU lays them out) against what one block may use."
+            )
+        else:
+            notes.append(
+                "On GPU, blocks live in registers or shared memory as the compiler decides; "
+                "this compares all blocks, double-buffered, with one block's shared memory."
+            )
         notes.append(
             f"Programs re-reading a block may find it in the {chip.l2_bytes // 2**20} MiB L2; "
             "HBM traffic here counts every block a program reads."

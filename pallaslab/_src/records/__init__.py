@@ -4,7 +4,8 @@ One module per family: `kernels` (a traced program's kernels, operands and sourc
 `indexmap` (index maps as NumPy-evaluable expressions), `runs` (a run's outputs,
 comparisons and findings), `checks` (a program checked against a reference),
 `lowered` (IR texts, source maps, resources), `hints`, `diffs`, `feedback` (the
-course's verdicts), `hardware` (published chip figures) and `targets` (target names).
+course's verdicts), `hardware` (published chip figures), `targets` (target names) and
+`mosaic_gpu` (what a Mosaic GPU kernel allocates, copies and multiplies).
 The records of kernels and runs are re-exported here, the ones most code reads.
 """
 

@@ -619,6 +619,7 @@ class Merit(TypedDict):
     flopsExact: bool
     intensity: float | None
     computeDtype: str
+    workingSetName: NotRequired[str]
 
 
 class ChipFit(TypedDict):
@@ -662,8 +663,135 @@ class FitsBySchedule(TypedDict):
     gpu: list[ChipFit]
 
 
+class SmemRow(TypedDict):
+    """One allocation of a Mosaic GPU kernel's shared memory."""
+
+    label: str
+    kind: str
+    shape: str
+    stored: str
+    transforms: str
+    bytes: int
+    bytesText: str
+    depth: int
+    atPeak: bool
+    pipeline: int | None
+    line: str
+
+
+class SmemChip(TypedDict):
+    """A Mosaic GPU kernel's shared memory against one chip."""
+
+    chip: str
+    limit: int
+    limitText: str
+    fits: bool
+    share: float
+    blocksPerSm: int
+    note: str
+
+
+class SmemModel(TypedDict):
+    """A Mosaic GPU kernel's shared memory: each allocation, the total, per chip."""
+
+    rows: list[SmemRow]
+    total: int
+    totalText: str
+    summary: str
+    chips: list[SmemChip]
+
+
+class CopyRow(TypedDict):
+    """One line of a Mosaic GPU kernel moving data between GMEM and the chip."""
+
+    kind: str
+    operand: str
+    smem: str
+    window: str
+    bytesEachText: str
+    copies: int
+    totalText: str
+    exact: bool
+    multicast: int
+    pipeline: int | None
+    line: str
+
+
+class MmaRow(TypedDict):
+    """One matrix product of a Mosaic GPU kernel."""
+
+    kind: str
+    shape: str
+    dtypes: str
+    lhs: str
+    layout: str
+    count: int
+    flopsText: str
+    exact: bool
+    line: str
+
+
+class PipelineBuffer(TypedDict):
+    """One operand of a pipeline: its window and SMEM buffer."""
+
+    operand: str
+    window: str
+    transforms: str
+    bytesText: str
+
+
+class PipelineRow(TypedDict):
+    """One pipeline of a Mosaic GPU kernel."""
+
+    index: int
+    kind: str
+    slots: int
+    steps: int
+    runs: float
+    buffers: list[PipelineBuffer]
+    line: str
+
+
+class MosaicWork(TypedDict):
+    """A Mosaic GPU kernel's work and traffic over its grid."""
+
+    flopsText: str
+    mmaFlopsText: str
+    bytesText: str
+    exact: bool
+
+
+class MosaicGpuModel(TypedDict):
+    """What a Mosaic GPU kernel does: its grid, SMEM, copies, products and pipelines.
+
+    Each `...Missing` says in one sentence why a part is empty ("" when it is not).
+    """
+
+    ctas: int
+    grid: list[int]
+    axisNames: list[str]
+    threads: int
+    steps: int
+    copyMap: bool
+    smem: SmemModel
+    copies: list[CopyRow]
+    copiesMissing: str
+    mmas: list[MmaRow]
+    mmasMissing: str
+    pipelines: list[PipelineRow]
+    pipelinesMissing: str
+    work: MosaicWork
+    persistent: str
+    notices: list[str]
+
+
 class TilesKernel(TypedDict):
-    """One kernel's tile map, figures of merit and the chips to compare them with."""
+    """One kernel's tile map, figures of merit and the chips to compare them with.
+
+    `mosaic`: for a Mosaic GPU kernel, what it does (or `mosaicError`, why that could
+    not be read). `accessesNote`: when element-level accesses are not recorded for
+    this kernel, why (the tab then asks for none).
+    """
 
     index: int
     name: str
@@ -683,6 +811,9 @@ class TilesKernel(TypedDict):
     defaultChip: Schedules
     notices: list[str]
     dtypes: list[str]
+    mosaic: NotRequired[MosaicGpuModel]
+    mosaicError: NotRequired[str]
+    accessesNote: NotRequired[str]
 
 
 class TilesKernelError(TypedDict):

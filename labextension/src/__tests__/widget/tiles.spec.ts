@@ -2,7 +2,7 @@
  * @jest-environment jsdom
  */
 // The Tiles tab: decoding the model's arrays, and the hooks browser tests rely on.
-import type { TabRequestBody } from '../../contracts';
+import type { IMosaicGpuModel, TabRequestBody } from '../../contracts';
 import {
   at,
   decode,
@@ -151,5 +151,156 @@ describe('a kernel of the Tiles tab', () => {
     expect(root.querySelector('.pl-problem')?.textContent).toBe(
       'k: grid sized at run time'
     );
+  });
+});
+
+describe('a Mosaic GPU kernel of the Tiles tab', () => {
+  beforeEach(() => {
+    installFakeCanvas();
+  });
+
+  const mosaic: IMosaicGpuModel = {
+    ctas: 4,
+    grid: [2, 2],
+    axisNames: ['m', 'n'],
+    threads: 1,
+    steps: 2,
+    copyMap: true,
+    smem: {
+      rows: [
+        {
+          label: 'pipeline buffer of a_gmem',
+          kind: 'buffer',
+          shape: 'f16[3,128,64]',
+          stored: 'f16[3,16,1,8,64]',
+          transforms: 'TilingTransform((8, 64)), SwizzleTransform(128)',
+          bytes: 49152,
+          bytesText: '48 KiB',
+          depth: 1,
+          atPeak: true,
+          pipeline: 0,
+          line: 'k.py:9'
+        }
+      ],
+      total: 49176,
+      totalText: '48 KiB',
+      summary:
+        '48 KiB (49,176 bytes) of SMEM: 48 KiB of buffers and 3 barriers',
+      chips: [
+        {
+          chip: 'A100',
+          limit: 166912,
+          limitText: '163 KiB',
+          fits: true,
+          share: 0.29,
+          blocksPerSm: 3,
+          note: 'Mosaic GPU kernels need Hopper (sm_90) or newer; A100 is sm_80.'
+        },
+        {
+          chip: 'H100',
+          limit: 232448,
+          limitText: '227 KiB',
+          fits: false,
+          share: 1.2,
+          blocksPerSm: 0,
+          note: ''
+        }
+      ]
+    },
+    copies: [
+      {
+        kind: 'TMA GMEM \u2192 SMEM',
+        operand: 'a_gmem',
+        smem: 'pipeline buffer of a_gmem',
+        window: 'f16[128,64]',
+        bytesEachText: '16 KiB',
+        copies: 8,
+        totalText: '128 KiB',
+        exact: true,
+        multicast: 1,
+        pipeline: 0,
+        line: 'k.py:9'
+      }
+    ],
+    copiesMissing: '',
+    mmas: [],
+    mmasMissing: 'No matrix product (wgmma, tcgen05_mma or dot).',
+    pipelines: [
+      {
+        index: 0,
+        kind: 'emit_pipeline',
+        slots: 3,
+        steps: 2,
+        runs: 1,
+        buffers: [
+          {
+            operand: 'a_gmem',
+            window: 'f16[128,64]',
+            transforms: 'TilingTransform((8, 64)), SwizzleTransform(128)',
+            bytesText: '48 KiB'
+          }
+        ],
+        line: 'k.py:9'
+      }
+    ],
+    pipelinesMissing: '',
+    work: {
+      flopsText: '0 FLOP',
+      mmaFlopsText: '0 FLOP',
+      bytesText: '128 KiB',
+      exact: true
+    },
+    persistent: '',
+    notices: []
+  };
+
+  it('shows shared memory per chip and the pipeline, and asks for no accesses', async () => {
+    const asked: TabRequestBody[] = [];
+    const ctx = fakeContext(body => {
+      asked.push(body);
+      return { error: 'not asked' };
+    });
+    const kernel = {
+      ...TILES_KERNEL,
+      mosaic,
+      accessesNote: 'Mosaic GPU kernels: their traffic is their copies.'
+    };
+    const root = tilesKernel(kernel, ctx, {});
+    await settle(300);
+    expect(asked).toEqual([]);
+    const accesses = root.querySelector(
+      '[data-role="accesses"]'
+    ) as HTMLElement;
+    expect(accesses.dataset.status).toBe('none');
+    expect(accesses.textContent).toContain('their copies');
+    const total = root.querySelector('[data-role="smem-total"]') as HTMLElement;
+    expect(total.dataset.bytes).toBe('49176');
+    const h100 = root.querySelector('[data-chip="H100"]') as HTMLElement;
+    expect(h100.dataset.fits).toBe('false');
+    expect(h100.textContent).toContain('does not fit');
+    const a100 = root.querySelector('[data-chip="A100"]') as HTMLElement;
+    expect(a100.textContent).toContain('need Hopper');
+    const pipeline = root.querySelector(
+      '[data-role="pipeline"]'
+    ) as HTMLElement;
+    expect(pipeline.dataset.steps).toBe('2');
+    expect(pipeline.dataset.slots).toBe('3');
+    expect(pipeline.textContent).toContain('SwizzleTransform(128)');
+    expect(root.querySelectorAll('[data-role="copy"]')).toHaveLength(1);
+    expect(root.textContent).toContain('No matrix product');
+  });
+
+  it('says in one sentence when the kernel could not be read', () => {
+    const kernel = {
+      ...TILES_KERNEL,
+      mosaicError: 'pallaslab could not read what this kernel allocates.',
+      accessesNote: 'none'
+    };
+    const root = tilesKernel(kernel, null, {});
+    const part = root.querySelector('[data-role="mosaic"]') as HTMLElement;
+    expect(part.textContent).toBe(
+      'pallaslab could not read what this kernel allocates.'
+    );
+    expect(root.querySelector('.pl-problem')).toBeNull();
   });
 });

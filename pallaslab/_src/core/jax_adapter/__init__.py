@@ -19,6 +19,7 @@ program output), `gpu_timing` (kernel times on GPU).
 `chips` (the TPU chip Pallas' lookups answer for, while tracing and lowering).
 `shapes` (private shapes that moved between JAX versions, read one way).
 `fingerprint` (a traced program as a hashable key, for the compile cache).
+`mosaic_gpu` (what a Mosaic GPU kernel allocates, copies and multiplies, per CTA).
 """
 
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
@@ -107,6 +108,7 @@ from pallaslab._src.core.jax_adapter.lowering import (
 from pallaslab._src.core.jax_adapter.lowering import sites_on_chip as sites_on_chip
 from pallaslab._src.core.jax_adapter.lowering import tpu_chip as tpu_chip
 from pallaslab._src.core.jax_adapter.lowering import tpu_chip_known as tpu_chip_known
+from pallaslab._src.core.jax_adapter.mosaic_gpu.reading import kernel_plan as kernel_plan
 from pallaslab._src.core.jax_adapter.outputs import output_writers as output_writers
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES as CALL_PRIMITIVES
 from pallaslab._src.core.jax_adapter.probes import MESH_KERNELS as MESH_KERNELS

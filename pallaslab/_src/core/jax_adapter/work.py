@@ -7,6 +7,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from pallaslab._src.core.jax_adapter.mosaic_gpu.products import PRODUCTS, product
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES, jax_core
 from pallaslab._src.core.jax_adapter.shapes import inner_jaxpr
 from pallaslab._src.records import KernelWork
@@ -142,6 +143,13 @@ class _Count:
             self.matmul_flops += flops
             dtypes = [jnp.dtype(v.aval.dtype) for v in eqn.invars[:2]]
             self.matmul_dtypes.add(str(max(dtypes, key=lambda d: d.itemsize)))
+        elif name in PRODUCTS:  # Mosaic GPU's tensor-core products (wgmma, tcgen05_mma)
+            found = product(eqn)
+            if found is not None:
+                flops = found.flops * times
+                self.flops += flops
+                self.matmul_flops += flops
+                self.matmul_dtypes.add(found.dtypes[1])
         elif name in _TRANSCENDENTAL:
             self.transcendentals += _size(out) * times
         elif name in _ELEMENTWISE and _is_floating(out):

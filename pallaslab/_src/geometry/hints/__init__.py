@@ -8,7 +8,8 @@ pallas_call. Thresholds are named constants in each rule's module; each message
 says what the figures are, why they cost time, and what to change.
 
 Modules: `inputs` (what rules read, how a hint is made), one module per family of
-rules (`blocks`, `dots`, `filling`, `memory`, `traffic`), `rules` (`RULES`, in order).
+rules (`blocks`, `dots`, `filling`, `memory`, `traffic`, `mosaic_gpu`), `rules`
+(`RULES`, in order).
 """
 
 from pallaslab._src.geometry.hints.inputs import HintInputs

@@ -11,10 +11,12 @@ import dataclasses
 from collections.abc import Sequence
 
 from pallaslab._src.geometry.merit import Chip, KernelMerit
+from pallaslab._src.geometry.mosaic_gpu import SmemBudget
 from pallaslab._src.geometry.tilemap import TileMap
 from pallaslab._src.records import Kernel, Operand, SourceLocation, hardware
 from pallaslab._src.records.hints import DotInfo, FigureValue, Hint, MaskUse, Severity
 from pallaslab._src.records.lowered import BlockVmem, GpuResources, Occupancy, TilingProblem
+from pallaslab._src.records.mosaic_gpu import MosaicGpuPlan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +35,8 @@ class HintInputs:
         masks: Masked loads and stores, over a sample of programs.
         blocks_in_global: Whether blocks are windows into global memory that the
             body loads from (Triton), rather than copies in VMEM / shared memory.
+        plan: A Mosaic GPU kernel's plan (allocations, copies, products, pipelines).
+        smem: A Mosaic GPU kernel's SMEM budget.
     """
 
     kernel: Kernel
@@ -45,6 +49,8 @@ class HintInputs:
     tiling_problems: tuple[TilingProblem, ...] = ()
     masks: tuple[MaskUse, ...] = ()
     blocks_in_global: bool = False
+    plan: MosaicGpuPlan | None = None
+    smem: SmemBudget | None = None
 
 
 def make_hint(  # noqa: PLR0917 - every rule passes the same six, in this order

@@ -22,6 +22,8 @@ def working_set(inputs: HintInputs) -> list[Hint]:
     merit = inputs.merit
     if merit is None or not merit.working_set_bytes or inputs.blocks_in_global:
         return []  # Triton: the compile's shared memory tells (see `occupancy`)
+    if inputs.plan is not None:
+        return []  # Mosaic GPU: what it allocates is known (`mosaic_gpu.smem_over_budget`)
     fit = on_chip(merit, inputs.chip)
     if fit.fits:
         return []

@@ -9,12 +9,22 @@ from pallaslab._src.geometry.hints.dots import dot_low_precision_sum, dot_upcast
 from pallaslab._src.geometry.hints.filling import one_stage_pipeline, small_grid, tpu_cores
 from pallaslab._src.geometry.hints.inputs import HintInputs
 from pallaslab._src.geometry.hints.memory import occupancy, spills, working_set
+from pallaslab._src.geometry.hints.mosaic_gpu import (
+    mma_rejected,
+    persistent_grid,
+    shallow_pipeline,
+    smem_over_budget,
+    swizzle_mismatch,
+)
 from pallaslab._src.geometry.hints.traffic import masked_lanes, revisits
 from pallaslab._src.records.hints import SEVERITIES, Hint
 
 RULES: tuple[Callable[[HintInputs], list[Hint]], ...] = (
     tpu_tiling,
     working_set,
+    smem_over_budget,
+    mma_rejected,
+    swizzle_mismatch,
     occupancy,
     small_grid,
     tpu_cores,
@@ -27,6 +37,8 @@ RULES: tuple[Callable[[HintInputs], list[Hint]], ...] = (
     masked_lanes,
     revisits,
     spills,
+    shallow_pipeline,
+    persistent_grid,
 )
 
 

@@ -25,6 +25,7 @@ from pallaslab._src.views.contracts import (
     TilesKernelError,
     TilesPane,
 )
+from pallaslab._src.views.statichtml.mosaic import mosaic
 from pallaslab._src.views.statichtml.nodes import STYLES, Node, h
 from pallaslab._src.views.tabs.ir import MAX_LINE, STATIC_LINES
 
@@ -238,8 +239,12 @@ MERIT_HEADINGS = (
 
 def _tiles_kernel(kernel: TilesKernel) -> list[Node]:
     drawn = tilesfig.drawn(kernel)
+    extra = [
+        *(mosaic(kernel["mosaic"]) if "mosaic" in kernel else ()),
+        *[h("p", "pl-notice", kernel[k]) for k in ("mosaicError",) if k in kernel],
+    ]
     if not any(o["shape"] for o in drawn):
-        return [h("p", "", f"{kernel['name']}: no blocks to draw.")]
+        return [h("p", "", f"{kernel['name']}: no blocks to draw."), *extra]
     schedule = kernel["schedule"]
     first = [0] * len(kernel["grid"])
     program = "(" + ", ".join(map(str, first)) + ("," if len(first) == 1 else "") + ")"
@@ -298,6 +303,7 @@ def _tiles_kernel(kernel: TilesKernel) -> list[Node]:
         table(MERIT_HEADINGS, rows),
         h("p", "", "; ".join(facts) + "."),
         *[h("p", "pl-notice", n) for n in kernel["notices"]],
+        *extra,
     ]
 
 

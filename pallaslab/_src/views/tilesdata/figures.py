@@ -9,7 +9,7 @@ from pallaslab._src.views.contracts import ChipFit, Merit
 
 
 def merit_json(figures: merit.KernelMerit) -> Merit:
-    return {
+    found: Merit = {
         "operands": [
             {
                 "index": o.index,
@@ -35,7 +35,7 @@ def merit_json(figures: merit.KernelMerit) -> Merit:
         "workingSetText": words.nbytes(figures.working_set_bytes),
         "smemText": words.nbytes(figures.smem_bytes),
         "flops": figures.flops,
-        "flopsText": _si(figures.flops, "FLOP") if figures.flops is not None else "unknown",
+        "flopsText": si(figures.flops, "FLOP") if figures.flops is not None else "unknown",
         "flopsSource": figures.flops_source,
         "flopsExact": figures.flops_exact,
         "intensity": (
@@ -45,6 +45,9 @@ def merit_json(figures: merit.KernelMerit) -> Merit:
         ),
         "computeDtype": figures.compute_dtype,
     }
+    if figures.working_set_name:
+        found["workingSetName"] = figures.working_set_name
+    return found
 
 
 def fit_json(fit: merit.ChipFit, working_set: int) -> ChipFit:
@@ -55,14 +58,14 @@ def fit_json(fit: merit.ChipFit, working_set: int) -> ChipFit:
         "capacityName": fit.capacity_name,
         "fits": fit.fits,
         "share": working_set / fit.capacity_bytes if fit.capacity_bytes else None,
-        "peakText": _si(fit.peak_flops, "FLOP/s"),
+        "peakText": si(fit.peak_flops, "FLOP/s"),
         "peakName": fit.peak_name,
-        "bandwidthText": _si(fit.bandwidth, "B/s"),
+        "bandwidthText": si(fit.bandwidth, "B/s"),
         "ridge": round(fit.ridge, 2),
         "intensity": round(fit.intensity, 3) if fit.intensity is not None else None,
         "bound": fit.bound,
         "attainableText": (
-            _si(fit.attainable_flops, "FLOP/s") if fit.attainable_flops is not None else ""
+            si(fit.attainable_flops, "FLOP/s") if fit.attainable_flops is not None else ""
         ),
         "secondsText": duration(fit.seconds),
         "notes": list(fit.notes),
@@ -78,7 +81,7 @@ def duration(seconds: float) -> str:
     return fmt.seconds(seconds)
 
 
-def _si(value: float, unit: str) -> str:
+def si(value: float, unit: str) -> str:
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"

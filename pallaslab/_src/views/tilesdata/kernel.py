@@ -69,17 +69,28 @@ def _fitted_operands(tiles: TileMap, budget: int) -> tuple[list[TilesOperand], t
     return operands, tuple(stride)
 
 
-def kernel_json(tiles: TileMap, budget: int | None = None) -> TilesKernel:
+def kernel_json(
+    tiles: TileMap,
+    budget: int | None = None,
+    figures_of: merit.KernelMerit | None = None,
+    order: str | None = None,
+) -> TilesKernel:
     """One kernel's tile map, figures of merit and the chips to compare them with.
 
     Args:
         tiles: The tile map.
         budget: Bytes of array data at most (default `PANE_BYTES`); beyond it cells
             merge and the grid is sampled (`stride`, `shown`).
+        figures_of: The figures of merit to show under every schedule, when the
+            kernel decides its copies itself (Mosaic GPU); else the map's, per schedule.
+        order: How the programs run, in words, when the backend's schedules do not
+            say it (Mosaic GPU's copy steps).
     """
     kernel = tiles.kernel
     names = axis_names(tiles)
-    figures = {s: merit.kernel_merit(tiles, s) for s in SCHEDULES}
+    figures = {
+        s: figures_of if figures_of is not None else merit.kernel_merit(tiles, s) for s in SCHEDULES
+    }
     fits = {
         s: [
             fit_json(merit.on_chip(figures[s], chip), figures[s].working_set_bytes)
@@ -108,7 +119,10 @@ def kernel_json(tiles: TileMap, budget: int | None = None) -> TilesKernel:
         "table": tiles.num_programs <= MAX_TABLE_PROGRAMS,
         "schedule": tiles.schedule,
         "semantics": list(kernel.dimension_semantics) if kernel.dimension_semantics else None,
-        "order": {"tpu": order_text(tiles, "tpu"), "gpu": order_text(tiles, "gpu")},
+        "order": {
+            "tpu": order or order_text(tiles, "tpu"),
+            "gpu": order or order_text(tiles, "gpu"),
+        },
         "operands": operands,
         "merit": {"tpu": merit_json(figures["tpu"]), "gpu": merit_json(figures["gpu"])},
         "fits": {"tpu": fits["tpu"], "gpu": fits["gpu"]},

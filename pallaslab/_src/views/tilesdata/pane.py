@@ -7,10 +7,17 @@ import weakref
 from typing import TYPE_CHECKING
 
 from pallaslab._src.base import messages
+from pallaslab._src.geometry.mosaic_gpu import CopyMap
 from pallaslab._src.geometry.tilemap import TileMap
 from pallaslab._src.records import Kernel
 from pallaslab._src.views.contracts import TilesKernel, TilesKernelError, TilesPane
 from pallaslab._src.views.tilesdata.kernel import PANE_BYTES, kernel_json
+from pallaslab._src.views.tilesdata.mosaic import (
+    ACCESSES_NOTE,
+    copy_order_text,
+    copy_window_text,
+    mosaic_json,
+)
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
@@ -35,9 +42,49 @@ def kernel_data(inspection: Inspection, index: int) -> tuple[TileMap, TilesKerne
     cached = _recent.setdefault(inspection, {})
     if index not in cached:
         share = max(MIN_KERNEL_BYTES, PANE_BYTES // max(1, len(inspection.kernels)))
-        tiles = inspection.tiles(index)
-        cached[index] = (tiles, kernel_json(tiles, share))
+        record = inspection.kernel(index)
+        if record.backend == "mosaic_gpu":
+            cached[index] = mosaic_kernel_data(inspection, index, share)
+        else:
+            tiles = inspection.tiles(index)
+            cached[index] = (tiles, kernel_json(tiles, share))
     return cached[index]
+
+
+def mosaic_kernel_data(
+    inspection: Inspection, index: int, share: int
+) -> tuple[TileMap, TilesKernel]:
+    """A Mosaic GPU kernel's tile map (its copies', or its BlockSpecs') and Mosaic GPU part.
+
+    What cannot be read of the kernel leaves its part with one sentence saying so;
+    the rest of the tab stands.
+    """
+    tiles = inspection.tiles(index)
+    try:
+        plan = inspection.plan(index)
+        budget = inspection.smem(index)
+        figures = inspection.merit(index)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
+        data = kernel_json(tiles, share)
+        data["mosaicError"] = (
+            "pallaslab could not read what this Mosaic GPU kernel allocates and copies: "
+            f"{messages.error_text(error)}"
+        )
+        data["accessesNote"] = ACCESSES_NOTE
+        return tiles, data
+    copies = isinstance(tiles, CopyMap)
+    data = kernel_json(
+        tiles, share, figures_of=figures, order=copy_order_text(plan) if copies else None
+    )
+    data["mosaic"] = mosaic_json(plan, budget, inspection.kernel(index), copy_map=copies)
+    data["accessesNote"] = ACCESSES_NOTE
+    if copies:
+        for operand in data["operands"]:
+            window = copy_window_text(plan, operand["index"])
+            if window:
+                operand["block"] = window
+                operand["indexMap"] = "where the body's copies land, step by step"
+    return tiles, data
 
 
 def forget(inspection: Inspection) -> None:

@@ -81,9 +81,11 @@ export function figures(
         : chosen.share > 0 && chosen.share < 0.001
           ? '<0.1%'
           : `${Math.round(chosen.share * 1000) / 10}%`;
+    const holds = merit.workingSetName
+      ? `${merit.workingSetName}: ${merit.workingSetText}`
+      : `working set per program ${merit.workingSetText} (blocks \u00d7 buffers + scratch)`;
     const facts = [
-      `working set per program ${merit.workingSetText} (blocks \u00d7 buffers + scratch) = ` +
-        `${share} of ${chosen.capacityText} ${chosen.capacityName}` +
+      `${holds} = ${share} of ${chosen.capacityText} ${chosen.capacityName}` +
         (chosen.fits ? '' : ' \u2014 does not fit'),
       `work ${merit.flopsText}` +
         (merit.flopsSource

@@ -20,6 +20,7 @@ import { append, clear, h } from '../../dom';
 import { drawAccesses } from './accesses';
 import { programText, unravel } from './arrays';
 import { figures, IFiguresView } from './figures';
+import { mosaicPart } from './mosaic';
 import { TilesOperand } from './operand';
 
 const SPEEDS = [1, 8, 64, 512];
@@ -279,7 +280,7 @@ export function tilesKernel(
   let accessTimer: ReturnType<typeof setTimeout> | undefined;
 
   function fetchAccesses() {
-    if (!accessPanel.open || view.timer || !ctx) {
+    if (!accessPanel.open || view.timer || !ctx || kernel.accessesNote) {
       return;
     }
     const index = actual(grid.length ? unravel(view.position, grid) : []);
@@ -453,7 +454,30 @@ export function tilesKernel(
       h('summary', { text: 'Figures of merit' }),
       merit.el
     ),
-    accessPanel
+    kernel.mosaic
+      ? h(
+          'details',
+          { class: 'pl-tiles-mosaic', open: 'open' },
+          h('summary', {
+            text: 'Mosaic GPU: shared memory, pipelines, copies'
+          }),
+          mosaicPart(kernel.mosaic)
+        )
+      : null,
+    kernel.mosaicError
+      ? h('p', {
+          class: 'pl-notice',
+          dataset: { role: 'mosaic' },
+          text: kernel.mosaicError
+        })
+      : null,
+    kernel.accessesNote
+      ? h('p', {
+          class: 'pl-notice',
+          dataset: { role: 'accesses', status: 'none' },
+          text: kernel.accessesNote
+        })
+      : accessPanel
   ]);
   refresh();
   setTimeout(fetchAccesses, 0);

@@ -355,7 +355,8 @@ def _arg_names(debug: Any, count: int) -> tuple[str, ...]:
 
 def _clean_arg_name(name: str | None) -> str:
     # JAX names flattened pytree arguments like "scratch_refs[0]"; keep them readable.
-    return name or ""
+    # A Mosaic GPU block with transforms is a TransformedRef: its ref is "a_smem.ref".
+    return (name or "").removesuffix(".ref")
 
 
 def _grid_dim(dim: Any) -> int:
