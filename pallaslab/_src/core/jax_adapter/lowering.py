@@ -140,7 +140,7 @@ def with_vmem_limit(site: KernelSite, limit: int) -> KernelSite | None:
     if site.primitive != PALLAS_CALL:
         return None
     tpu_params: Any = getattr(_optional("jax._src.pallas.mosaic.core"), "CompilerParams", None)
-    current = site.params.get("compiler_params")
+    current: Any = site.params.get("compiler_params")
     if not isinstance(tpu_params, type) or not hasattr(tpu_params, "__dataclass_fields__"):
         return None
     if current is None:
