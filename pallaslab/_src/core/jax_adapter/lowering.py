@@ -146,7 +146,7 @@ def with_vmem_limit(site: KernelSite, limit: int) -> KernelSite | None:
     if current is None:
         replaced = tpu_params(vmem_limit_bytes=limit)
     elif isinstance(current, tpu_params):
-        replaced = dataclasses.replace(current, vmem_limit_bytes=limit)
+        replaced = dataclasses.replace(current, vmem_limit_bytes=limit)  # type: ignore[type-var]
     else:
         return None
     params = {**site.params, "compiler_params": replaced}
