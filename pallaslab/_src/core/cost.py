@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING
 
-from pallaslab._src.core.lowering import sass_control, sourcemap, tpu_bundles, tpu_compile
+from pallaslab._src.core.lowering import sass_control, sourcemap, tpu_bundles
 from pallaslab._src.records.cost import CostTable, LineCost
 from pallaslab._src.records.lowered import Lowered
 from pallaslab._src.records.targets import parse_target
@@ -153,7 +153,7 @@ def _capacities(lowered: Lowered) -> dict[str, int]:
         table = lowered.stage("per-bundle utilization").text
     except KeyError:
         return {}
-    capacity = {unit: slots for unit, slots, _ in tpu_compile.utilization(table)}
+    capacity = tpu_bundles.capacities(table)
     return {
         unit: sum(capacity.get(c, 0) for c in columns)
         for unit, columns in _SLOT_COLUMNS.items()

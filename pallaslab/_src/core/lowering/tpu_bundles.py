@@ -215,3 +215,15 @@ def issued(bundles: tuple[Bundle, ...]) -> dict[str, int]:
             if op.unit is not None:
                 counts[op.unit] += 1
     return counts
+
+
+def capacities(per_bundle_utilization: str) -> dict[str, int]:
+    """Issue slots per bundle of each of libtpu's columns (its `== CAPACTIY:` table)."""
+    lines = [line.strip() for line in per_bundle_utilization.splitlines() if line.strip()]
+    for k, line in enumerate(lines[:-2]):
+        if line.startswith("== CAPAC"):
+            names = [name.strip() for name in lines[k + 1].split(",")]
+            values = lines[k + 2].split()
+            if len(values) == len(names) and all(v.isdigit() for v in values):
+                return {name: int(v) for name, v in zip(names, values, strict=True)}
+    return {}
