@@ -169,6 +169,7 @@ def gpu_cost(lowered: Lowered) -> CostTable:
     spans = sass_control.loops(found, sass_control.labels(raw))
     per_line: dict[tuple[str, int], list[sass_control.Instruction]] = collections.defaultdict(list)
     unattributed = 0
+    found = tuple(i for i in found if i.opcode != "NOP")  # alignment padding after EXIT
     for instruction in found:
         if instruction.source is None or instruction.source not in shown:
             unattributed += 1
@@ -197,7 +198,7 @@ def gpu_cost(lowered: Lowered) -> CostTable:
                 waits=sum(1 for c in controls if c.wait_mask),
             )
         )
-    cycles = sum(i.control.stall for i in found if i.control is not None and i.opcode != "NOP")
+    cycles = sum(i.control.stall for i in found if i.control is not None)
     return CostTable(
         target=lowered.target,
         kernel=lowered.kernel,
