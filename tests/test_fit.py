@@ -270,3 +270,20 @@ def test_allocation_counting_rule():
     fixed = Allocation("allocation0", "smem", 4, fixed=True)
     assert scoped_vmem((internal, window, fixed)) == 200
     assert tpu_compile.TOPOLOGIES.keys() >= set(fit_module.TPU_CHIPS)
+
+
+def _scoped_hints(inspection, chip="v5e"):
+    return [h for h in inspection.hints(chip=chip, masks=False) if h.id == "scoped-vmem"]
+
+
+def test_the_hint_fires_just_over_the_default_and_names_the_value_to_pass():
+    assert _scoped_hints(inspect_add(UNDER)) == []
+    [hint] = _scoped_hints(inspect_add(OVER))
+    assert f"vmem_limit_bytes={OVER_BYTES:,}" in hint.message and "estimated" in hint.message
+    assert dict(hint.figures)["scoped VMEM bytes"] == OVER_BYTES
+    assert hint.location is not None  # the largest block's BlockSpec line
+    # v6e's default (32 MiB) holds it; the kernel's own limit does too.
+    assert _scoped_hints(inspect_add(OVER), "v6e") == []
+    assert _scoped_hints(inspect_add(OVER, OVER_BYTES)) == []
+    # Over the whole VMEM (v4's 16 MiB) it is the working-set hint's (an error), not this one.
+    assert _scoped_hints(inspect_add(OVER), "v4") == []

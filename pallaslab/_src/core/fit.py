@@ -33,6 +33,7 @@ from pallaslab._src.records.fit import (
     FitPart,
     FitTable,
     Verdict,
+    own_vmem_limit,
     scoped_vmem,
     space_bytes,
 )
@@ -90,15 +91,6 @@ def chip_fit(inspection: Traced, kernel: Kernel, chip: str) -> ChipFit:
 
 # ---------------------------------------------------------------------------
 # TPU
-
-
-def own_vmem_limit(kernel: Kernel) -> int | None:
-    """The kernel's own `vmem_limit_bytes`, if its compiler params set one."""
-    value = dict(kernel.compiler_params).get("vmem_limit_bytes")
-    try:
-        return int(str(value)) if value not in (None, "None", "") else None
-    except ValueError:
-        return None
 
 
 def estimated_parts(kernel: Kernel) -> tuple[FitPart, ...]:

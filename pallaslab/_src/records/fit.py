@@ -15,6 +15,8 @@ from pallaslab._src.base import words
 if TYPE_CHECKING:
     import pandas as pd
 
+    from pallaslab._src.records.kernels import Kernel
+
 # What a row says of the kernel on its chip.
 Verdict = Literal["fits", "fits-with-limit", "does-not-fit", "unknown"]
 VERDICT_WORDS: dict[str, str] = {
@@ -82,6 +84,15 @@ class Allocation:
         windows total exactly its `vmem_limit_bytes` compiles (checked with libtpu).
         """
         return self.space == "vmem" and self.scoped and not self.fixed and self.role != "internal"
+
+
+def own_vmem_limit(kernel: Kernel) -> int | None:
+    """The kernel's own `vmem_limit_bytes`, if its compiler params set one."""
+    value = dict(kernel.compiler_params).get("vmem_limit_bytes")
+    try:
+        return int(str(value)) if value not in (None, "None", "") else None
+    except ValueError:
+        return None
 
 
 def scoped_vmem(allocations: tuple[Allocation, ...]) -> int:

@@ -33,6 +33,9 @@ class HintInputs:
         masks: Masked loads and stores, over a sample of programs.
         blocks_in_global: Whether blocks are windows into global memory that the
             body loads from (Triton), rather than copies in VMEM / shared memory.
+        scoped_vmem: The scoped VMEM a libtpu compile for the chip allocates (or
+            printed, rounded, when it ran out), if one was made; else None.
+        vmem_limit: The kernel's own `vmem_limit_bytes`, if it sets one.
     """
 
     kernel: Kernel
@@ -45,6 +48,8 @@ class HintInputs:
     tiling_problems: tuple[TilingProblem, ...] = ()
     masks: tuple[MaskUse, ...] = ()
     blocks_in_global: bool = False
+    scoped_vmem: int | None = None
+    vmem_limit: int | None = None
 
 
 def make_hint(  # noqa: PLR0917 - every rule passes the same six, in this order

@@ -8,13 +8,14 @@ from pallaslab._src.geometry.hints.blocks import gpu_narrow_rows, tpu_padding, t
 from pallaslab._src.geometry.hints.dots import dot_low_precision_sum, dot_upcast, small_dot
 from pallaslab._src.geometry.hints.filling import one_stage_pipeline, small_grid, tpu_cores
 from pallaslab._src.geometry.hints.inputs import HintInputs
-from pallaslab._src.geometry.hints.memory import occupancy, spills, working_set
+from pallaslab._src.geometry.hints.memory import occupancy, scoped_vmem, spills, working_set
 from pallaslab._src.geometry.hints.traffic import masked_lanes, revisits
 from pallaslab._src.records.hints import SEVERITIES, Hint
 
 RULES: tuple[Callable[[HintInputs], list[Hint]], ...] = (
     tpu_tiling,
     working_set,
+    scoped_vmem,
     occupancy,
     small_grid,
     tpu_cores,
