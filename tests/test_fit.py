@@ -287,3 +287,18 @@ def test_the_hint_fires_just_over_the_default_and_names_the_value_to_pass():
     assert _scoped_hints(inspect_add(OVER, OVER_BYTES)) == []
     # Over the whole VMEM (v4's 16 MiB) it is the working-set hint's (an error), not this one.
     assert _scoped_hints(inspect_add(OVER), "v4") == []
+
+
+@needs_libtpu
+@pytest.mark.slow
+def test_the_diff_of_two_chips_puts_fit_and_cost_side_by_side():
+    d = pallaslab.diff(inspect_add(UNDER), "tpu-compile:v5e", "tpu-compile:v6e")
+    figures = {delta.name: delta for delta in d.deltas}
+    assert (figures["VMEM limit"].a, figures["VMEM limit"].b) == (16 * MiB, 32 * MiB)
+    assert figures["VMEM needed"].a == figures["VMEM needed"].b == UNDER_BYTES
+    assert figures["fit"].a == figures["fit"].b == "fits"
+    cycles = figures["static cycles per pass"]
+    assert cycles.a and cycles.b  # both sides' bundles, read
+    assert "VPU slots filled in the body" in figures
+    rows = d.to_frame()
+    assert "static cycles per pass" in set(rows["figure"])
