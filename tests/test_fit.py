@@ -302,3 +302,30 @@ def test_the_diff_of_two_chips_puts_fit_and_cost_side_by_side():
     assert "VPU slots filled in the body" in figures
     rows = d.to_frame()
     assert "static cycles per pass" in set(rows["figure"])
+
+
+def test_the_kernels_tab_estimates_at_once_and_reads_on_request(monkeypatch):
+    from pallaslab._src.views.static_page import static_tab
+    from pallaslab._src.views.tabs import overview
+
+    inspection = inspect_add(OVER)
+    fit = overview.payload(inspection)["kernels"][0]["fit"]
+    rows = {row["chip"]: row for row in fit["rows"]}
+    assert set(rows) == set(fit_module.CHIPS) and not fit["compiled"]
+    # Nothing compiled yet: v5e from the BlockSpecs, over its 16 MiB default.
+    v5e = rows["v5e"]
+    assert (v5e["neededFrom"], v5e["verdict"], v5e["vmemLimitBytes"]) == (
+        "estimated",
+        "fits-with-limit",
+        OVER_BYTES,
+    )
+    assert rows["v6e"]["verdict"] == "fits" and rows["v4"]["verdict"] == "does-not-fit"
+    assert rows["H100"]["verdict"] == "unknown"
+    page = static_tab(inspection, "overview")
+    assert "Memory per chip" in page and f"{OVER_BYTES:,}" in page
+    # On request every chip is compiled (here: v5e alone), and read.
+    monkeypatch.setattr(fit_module, "CHIPS", ("v5e",))
+    if importlib.util.find_spec("libtpu") is not None:
+        reply = overview.respond(inspection, {"kind": "fit", "kernel": 0})
+        assert [row["neededFrom"] for row in reply["rows"]] == ["read"]
+        assert reply["compiled"] and reply["rows"][0]["vmemLimitBytes"] == OVER_BYTES

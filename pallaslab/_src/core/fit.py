@@ -55,12 +55,20 @@ def fit_table(
     chips: Sequence[str] | None = None,
     *,
     parallel: int = PARALLEL,
+    compile: bool = True,
 ) -> FitTable:
-    """The kernel's memory on each chip (default: every TPU and GPU), compiled in parallel."""
+    """The kernel's memory on each chip (default: every TPU and GPU), compiled in parallel.
+
+    With `compile=False` nothing is compiled: chips already compiled for are read,
+    the others estimated from the BlockSpecs (TPU) or left unknown (GPU).
+    """
     chosen = inspection.kernel(kernel)
     names = tuple(chips) if chips else CHIPS
     for name in names:
         _kind(name)  # an unknown chip fails before anything compiles
+    if not compile:
+        rows = tuple(chip_fit(inspection, chosen, chip, compile=False) for chip in names)
+        return FitTable(chosen.name, chosen.index, rows)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
         rows = tuple(pool.map(lambda chip: chip_fit(inspection, chosen, chip), names))
     return FitTable(chosen.name, chosen.index, rows)
@@ -82,11 +90,21 @@ def _kind(chip: str) -> str:
     return "gpu"
 
 
-def chip_fit(inspection: Traced, kernel: Kernel, chip: str) -> ChipFit:
-    """One kernel on one chip."""
+def chip_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = True) -> ChipFit:
+    """One kernel on one chip (`compile=False`: only from a compile already made)."""
     if _kind(chip) == "tpu":
-        return tpu_fit(inspection, kernel, hardware.tpu(chip).name)
-    return gpu_fit(inspection, kernel, hardware.gpu(chip).name)
+        return tpu_fit(inspection, kernel, hardware.tpu(chip).name, compile=compile)
+    return gpu_fit(inspection, kernel, hardware.gpu(chip).name, compile=compile)
+
+
+def _lowered(inspection: Traced, kernel: Kernel, target: str, *, compile: bool) -> Lowered | None:
+    """The kernel's lowering for `target`: made now, or (`compile=False`) if made before."""
+    if compile:
+        return lowering.lower(inspection, target, kernel.index)
+    for done in reversed(lowering.lowerings(inspection)):
+        if done.kernel_index == kernel.index and done.target == target:
+            return done
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -161,7 +179,7 @@ def _probe(inspection: Traced, kernel: Kernel, chip: str, limit: int) -> tpu_com
     return lowerer.share(("tpu-fit-probe", kernel.index, chip, limit), make)
 
 
-def tpu_fit(inspection: Traced, kernel: Kernel, chip: str) -> ChipFit:
+def tpu_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = True) -> ChipFit:
     """The kernel's scoped VMEM on a TPU, from a libtpu compile."""
     tpu = hardware.tpu(chip)
     target = f"tpu-compile:{chip}"
@@ -183,7 +201,9 @@ def tpu_fit(inspection: Traced, kernel: Kernel, chip: str) -> ChipFit:
         verdict="unknown",
         estimated=estimated,
     )
-    lowered = lowering.lower(inspection, target, kernel.index)
+    lowered = _lowered(inspection, kernel, target, compile=compile)
+    if lowered is None:
+        return _estimated_fit(base, estimate, tpu)
     if lowered.error is None and isinstance(lowered.resources, TpuResources):
         return _compiled_fit(kernel, tpu, lowered.resources.allocations, base, own=own)
     error = lowered.error
@@ -200,6 +220,19 @@ def tpu_fit(inspection: Traced, kernel: Kernel, chip: str) -> ChipFit:
         )
     scoped = tpu_memory.scoped_oom(detail)
     over = tpu_memory.capacity_oom(detail)
+    if scoped is not None and not compile:
+        return dataclasses.replace(
+            base,
+            needed=scoped[0],
+            needed_from="read, rounded",
+            verdict="fits-with-limit" if scoped[0] <= tpu.vmem_per_core else "does-not-fit",
+            parts=estimate,
+            message=(
+                f"over the limit: about {words.nbytes(scoped[0])} of scoped VMEM "
+                "(compile for every chip to read the exact vmem_limit_bytes)"
+            ),
+            error=detail,
+        )
     if scoped is not None:
         probe = _probe(inspection, kernel, chip, tpu.vmem_per_core)
         if not probe.error:
@@ -242,6 +275,30 @@ def tpu_fit(inspection: Traced, kernel: Kernel, chip: str) -> ChipFit:
         parts=estimate,
         message=f"libtpu could not compile it: {error.message if error else 'no result'}",
         error=detail,
+    )
+
+
+def _estimated_fit(base: ChipFit, estimate: tuple[FitPart, ...], tpu: hardware.Tpu) -> ChipFit:
+    """A TPU row from the BlockSpecs alone (no compile for the chip yet)."""
+    if base.estimated is None:
+        return dataclasses.replace(base, message="not compiled for this chip yet")
+    needed = base.estimated
+    verdict: Verdict = "fits"
+    if needed > tpu.vmem_per_core:
+        verdict = "does-not-fit"
+    elif needed > base.limit:
+        verdict = "fits-with-limit"
+    return dataclasses.replace(
+        base,
+        needed=needed,
+        needed_from="estimated",
+        verdict=verdict,
+        suggested_limit=needed if verdict == "fits-with-limit" else None,
+        parts=estimate,
+        message=(
+            f"estimated from the BlockSpecs: {words.nbytes(needed)} against "
+            f"{words.nbytes(base.limit)}; compile for the chip to read libtpu's figure"
+        ),
     )
 
 
@@ -301,7 +358,7 @@ def _compiled_fit(
 # GPU
 
 
-def gpu_fit(inspection: Traced, kernel: Kernel, chip: str) -> ChipFit:
+def gpu_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = True) -> ChipFit:
     """The kernel's shared memory and registers on a GPU, from XLA's compile."""
     gpu = hardware.gpu(chip)
     target = f"xla-gpu:{chip}"
@@ -317,7 +374,9 @@ def gpu_fit(inspection: Traced, kernel: Kernel, chip: str) -> ChipFit:
         capacity=gpu.shared_memory_per_sm,
         verdict="unknown",
     )
-    lowered = lowering.lower(inspection, target, kernel.index)
+    lowered = _lowered(inspection, kernel, target, compile=compile)
+    if lowered is None:
+        return dataclasses.replace(base, message="not compiled for this chip yet")
     resources = lowered.resources
     if lowered.error is not None or not isinstance(resources, GpuResources):
         return _gpu_unknown(base, lowered)

@@ -208,6 +208,44 @@ class CostModel(TypedDict):
     bytes: int
 
 
+class FitRow(TypedDict):
+    """A kernel's memory on one chip (`inspection.fit()`'s row)."""
+
+    chip: str
+    target: str
+    #: "VMEM" (scoped) or "shared memory" (per block).
+    memory: str
+    #: Bytes needed, in words ("16.1 MiB"), "" when unknown.
+    needed: str
+    #: "read" (the compiler's table), "read, rounded" (its message) or "estimated".
+    neededFrom: str
+    limit: str
+    limitFrom: str
+    capacity: str
+    #: "fits", "fits-with-limit", "does-not-fit" or "unknown".
+    verdict: str
+    verdictText: str
+    #: The `vmem_limit_bytes` to pass, for "fits-with-limit".
+    vmemLimitBytes: int | None
+    message: str
+
+
+class FitModel(TypedDict):
+    """The Kernels tab's memory-fit table across chips."""
+
+    rows: list[FitRow]
+    #: Whether every row was read from a compile (else some are estimates).
+    compiled: bool
+    error: NotRequired[str]
+
+
+class FitRequest(TypedDict):
+    """Asks to compile a kernel for every chip and read its fit."""
+
+    kind: Literal["fit"]
+    kernel: int
+
+
 class KernelModel(TypedDict):
     """One kernel of the Kernels tab."""
 
@@ -231,6 +269,8 @@ class KernelModel(TypedDict):
     operands: list[OperandRow]
     races: dict[str, RaceEntry]
     hints: HintsModel
+    #: Its memory on each chip: compiles already made, else estimates; a request reads all.
+    fit: FitModel
     #: The kernel in one line of facts: what built it, its grid, where it is defined.
     facts: list[str]
     #: Dimension semantics, compiler params, cost, aliases, interpret: one line each.
@@ -970,9 +1010,12 @@ class DiffPane(TypedDict):
 # Every pane, request and reply, and the messages that carry them.
 
 Pane = OverviewPane | SourcePane | JaxprPane | TilesPane | IrPane | RunPane | DiffPane | ErrorPane
-TabRequestBody = HintsRequest | AccessesRequest | IrLowerRequest | IrChunkRequest | TextRequest
+TabRequestBody = (
+    HintsRequest | FitRequest | AccessesRequest | IrLowerRequest | IrChunkRequest | TextRequest
+)
 TabReply = (
     HintsModel
+    | FitModel
     | AccessesReply
     | IrLoweredReply
     | IrChunkReply
