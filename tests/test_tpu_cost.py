@@ -136,6 +136,16 @@ def test_a_tiny_kernel_against_its_hand_count_and_libtpus_utilization():
             assert slots[column] == row[units.index(column)], (hex(bundle.address), column)
     frame = inspection.cost("tpu-compile:v5e")
     assert frame.loc[0, "vld"] == 16 and frame.attrs["cycles_estimate"] == table.loop_bundles
+    # The IR tab's gutter: the same figures beside the source line.
+    from pallaslab._src.views.static_page import static_tab
+    from pallaslab._src.views.tabs import ir
+
+    summary = ir.summary(inspection, lowered, {"stage": ""})
+    [entry] = summary["costs"]
+    assert entry["line"] == line.line and entry["text"] == f"{line.bundles}b vld 16 VPU 8"
+    assert f"{table.loop_bundles} bundles per pass" in summary["costNote"]
+    assert ir.summary(inspection, lowered, {"stage": "LLO (original)"})["costs"] == []
+    assert f"{line.bundles}b vld 16 VPU 8" in static_tab(inspection, "ir")
 
 
 def test_cost_of_an_ir_target_says_what_to_ask_for():

@@ -402,6 +402,14 @@ export interface ITpuResourcesModel {
 
 export type ResourcesModel = IGpuResourcesModel | ITpuResourcesModel;
 
+/** The static cost of one source line, for the gutter beside it in the IR tab. */
+export interface IIrLineCost {
+  file: number;
+  line: number;
+  text: string;
+  title: string;
+}
+
 /** Everything about a lowering but its text. */
 export interface IIrLoweredReply {
   type: 'lowered';
@@ -417,6 +425,8 @@ export interface IIrLoweredReply {
   lines: number;
   chunks: number;
   mapped: number;
+  costs: IIrLineCost[];
+  costNote: string;
 }
 
 /** One piece of a lowering's text: its lines and their source-map entries. */

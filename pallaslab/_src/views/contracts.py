@@ -509,6 +509,18 @@ class TpuResourcesModel(TypedDict):
 ResourcesModel = GpuResourcesModel | TpuResourcesModel
 
 
+class IrLineCost(TypedDict):
+    """The static cost of one source line, for the gutter beside it in the IR tab."""
+
+    #: The source file's index in the pane's files.
+    file: int
+    line: int
+    #: Compact: "12b vld 16 VPU 8" (TPU bundles), "9i 31c w2" (SASS).
+    text: str
+    #: In words, for the tooltip.
+    title: str
+
+
 class IrLoweredReply(TypedDict):
     """Everything about a lowering but its text."""
 
@@ -525,6 +537,10 @@ class IrLoweredReply(TypedDict):
     lines: int
     chunks: int
     mapped: int
+    #: Static cost per source line (machine code only: TPU bundles, SASS).
+    costs: list[IrLineCost]
+    #: The kernel body's totals in one line ("" without costs).
+    costNote: str
 
 
 class IrChunkReply(TypedDict):

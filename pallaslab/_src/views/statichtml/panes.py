@@ -372,6 +372,19 @@ def ir(model: IrStatic) -> list[Node]:
             continue
         if summary["resources"] is not None:
             parts.append(h("p", "pl-facts", "Resources: " + summary["resources"]["summary"]))
+        if summary["costs"]:
+            files = model["pane"]["files"]
+            parts.append(h("p", "pl-facts", summary["costNote"]))
+            parts.append(
+                table(
+                    ["source line", "static cost"],
+                    [
+                        [f"{files[c['file']]['label']} line {c['line']}", c["text"]]
+                        for c in summary["costs"]
+                        if c["file"] < len(files)
+                    ],
+                )
+            )
         lines = done["first"]["lines"][:STATIC_LINES] if done["first"] else []
         parts.append(code([line[:MAX_LINE] for line in lines], summary["language"]))
         more = summary["lines"] - len(lines)
