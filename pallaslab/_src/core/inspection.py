@@ -265,6 +265,7 @@ class Inspection(Traced):
         chips: Sequence[str] | None = None,
         *,
         parallel: int | None = None,
+        compile: bool = True,
     ) -> pd.DataFrame:
         """Whether a kernel's memory fits on each chip, from each chip's real compile.
 
@@ -279,6 +280,8 @@ class Inspection(Traced):
             kernel: The kernel's index or name (default: the first kernel).
             chips: The chips (default: every TPU and GPU above).
             parallel: Compiles at once (default: up to 4).
+            compile: False: compile nothing; chips compiled for already are read,
+                the others estimated from the BlockSpecs (TPU) or left unknown (GPU).
 
         Returns:
             One row per chip: chip, target, memory, needed_bytes, needed_from ("read",
@@ -290,7 +293,7 @@ class Inspection(Traced):
         Example:
             >>> inspection.fit(chips=["v5e", "v6e"])[["chip", "verdict", "vmem_limit_bytes"]]
         """
-        return self.fit_table(kernel, chips, parallel=parallel).to_frame()
+        return self.fit_table(kernel, chips, parallel=parallel, compile=compile).to_frame()
 
     def fit_table(
         self,
@@ -298,11 +301,14 @@ class Inspection(Traced):
         chips: Sequence[str] | None = None,
         *,
         parallel: int | None = None,
+        compile: bool = True,
     ) -> FitTable:
         """`fit()` as records: a `FitTable` of `ChipFit`s, with the parts of each figure."""
         from pallaslab._src.core import fit  # noqa: PLC0415
 
-        return fit.fit_table(self, kernel, chips, parallel=parallel or fit.PARALLEL)
+        return fit.fit_table(
+            self, kernel, chips, parallel=parallel or fit.PARALLEL, compile=compile
+        )
 
     def cost(self, target: str, kernel: int | str = 0) -> pd.DataFrame:
         """A kernel's static cost per source line on one target (its compiled code).
