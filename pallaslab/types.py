@@ -23,7 +23,9 @@ from pallaslab._src.geometry.merit import ChipFit, KernelMerit, OperandMerit
 from pallaslab._src.geometry.races import Conflict
 from pallaslab._src.geometry.tilemap import Coverage, OperandTiles, TileMap
 from pallaslab._src.records.checks import CheckPoint, CheckResult
+from pallaslab._src.records.cost import CostTable, LineCost
 from pallaslab._src.records.diffs import Delta, Diff, IrDiff, LinePair
+from pallaslab._src.records.fit import Allocation, FitPart, FitTable, MemoryFit
 from pallaslab._src.records.hardware import Gpu, Tpu
 from pallaslab._src.records.hints import Hint
 from pallaslab._src.records.indexmap import IndexMap
@@ -58,6 +60,7 @@ from pallaslab._src.records.targets import Target
 
 __all__ = [
     "AccessMap",
+    "Allocation",
     "ArraySpec",
     "BlockAccesses",
     "BlockVmem",
@@ -68,11 +71,14 @@ __all__ = [
     "CompileCacheInfo",
     "Conflict",
     "CostEstimate",
+    "CostTable",
     "Coverage",
     "Delta",
     "Diff",
     "ElementAccess",
     "EmulationNotice",
+    "FitPart",
+    "FitTable",
     "Gpu",
     "GpuResources",
     "Hint",
@@ -83,10 +89,12 @@ __all__ = [
     "KernelMerit",
     "KernelWork",
     "Leak",
+    "LineCost",
     "LinePair",
     "Lowered",
     "LoweringComparison",
     "LoweringError",
+    "MemoryFit",
     "Occupancy",
     "Operand",
     "OperandMerit",

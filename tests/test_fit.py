@@ -255,7 +255,7 @@ def test_unknown_chips_are_named():
 def test_the_table_frames_one_row_per_chip():
     rows = (
         dataclasses.replace(
-            fit_module.ChipFit(
+            fit_module.MemoryFit(
                 "v5e", "tpu-compile:v5e", "tpu", "VMEM", 10, "read", 16 * MiB, "", 128 * MiB, "fits"
             )
         ),

@@ -15,6 +15,7 @@ assembler wrote.
 from __future__ import annotations
 
 import collections
+import weakref
 from typing import TYPE_CHECKING
 
 from pallaslab._src.core.lowering import sass_control, sourcemap, tpu_bundles
@@ -58,8 +59,22 @@ def cost(inspection: Traced, target: str, kernel: int | str = 0) -> CostTable:
     return of_lowered(lowered)
 
 
+# A table per lowering, read once (a lowering does not change). Keyed by identity:
+# hashing a lowering would hash (and clean) every stage's text.
+_TABLES: dict[int, CostTable] = {}
+
+
 def of_lowered(lowered: Lowered) -> CostTable:
-    """The cost table of a lowering already made (TPU bundles or SASS)."""
+    """The cost table of a lowering already made (TPU bundles or SASS), read once."""
+    key = id(lowered)
+    found = _TABLES.get(key)
+    if found is None:
+        found = _TABLES[key] = _read(lowered)
+        weakref.finalize(lowered, _TABLES.pop, key, None)
+    return found
+
+
+def _read(lowered: Lowered) -> CostTable:
     if lowered.error is not None:
         raise CostUnavailableError(f"{lowered.target} could not take the kernel: {lowered.error}")
     if lowered.language == "llo":

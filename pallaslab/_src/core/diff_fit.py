@@ -17,14 +17,14 @@ from pallaslab._src.core.inspection import Inspection
 from pallaslab._src.records import Kernel
 from pallaslab._src.records.cost import CostTable
 from pallaslab._src.records.diffs import Delta, Value
-from pallaslab._src.records.fit import ChipFit
+from pallaslab._src.records.fit import MemoryFit
 from pallaslab._src.records.lowered import Lowered
 from pallaslab._src.records.targets import parse_target
 
 Side = tuple[Inspection, Kernel, Lowered]
 
 
-def _fit(side: Side, notes: list[str]) -> ChipFit | None:
+def _fit(side: Side, notes: list[str]) -> MemoryFit | None:
     inspection, kernel, lowered = side
     target = parse_target(lowered.target)
     if target.kind not in ("tpu-compile", "xla-gpu") or not target.arch:

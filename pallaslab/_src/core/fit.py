@@ -29,9 +29,9 @@ from pallaslab._src.core.program import require_program
 from pallaslab._src.records import Kernel, hardware
 from pallaslab._src.records.fit import (
     Allocation,
-    ChipFit,
     FitPart,
     FitTable,
+    MemoryFit,
     Verdict,
     own_vmem_limit,
     scoped_vmem,
@@ -90,8 +90,21 @@ def _kind(chip: str) -> str:
     return "gpu"
 
 
-def chip_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = True) -> ChipFit:
-    """One kernel on one chip (`compile=False`: only from a compile already made)."""
+def chip_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = True) -> MemoryFit:
+    """One kernel on one chip (`compile=False`: only from a compile already made).
+
+    A row read from compiles is kept with the inspection's lowerings: asked again, it
+    is looked up.
+    """
+    if not compile:
+        return _chip_fit(inspection, kernel, chip, compile=False)
+    lowerer = lowerer_for(require_program(inspection, "compile it"))
+    return lowerer.share(
+        ("fit", kernel.index, chip), lambda: _chip_fit(inspection, kernel, chip, compile=True)
+    )
+
+
+def _chip_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool) -> MemoryFit:
     if _kind(chip) == "tpu":
         return tpu_fit(inspection, kernel, hardware.tpu(chip).name, compile=compile)
     return gpu_fit(inspection, kernel, hardware.gpu(chip).name, compile=compile)
@@ -179,7 +192,7 @@ def _probe(inspection: Traced, kernel: Kernel, chip: str, limit: int) -> tpu_com
     return lowerer.share(("tpu-fit-probe", kernel.index, chip, limit), make)
 
 
-def tpu_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = True) -> ChipFit:
+def tpu_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = True) -> MemoryFit:
     """The kernel's scoped VMEM on a TPU, from a libtpu compile."""
     tpu = hardware.tpu(chip)
     target = f"tpu-compile:{chip}"
@@ -188,7 +201,7 @@ def tpu_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = Tr
     limit_from = "the kernel's vmem_limit_bytes" if own else f"{chip}'s default scoped VMEM"
     estimate = estimated_parts(kernel)
     estimated = sum(p.bytes for p in estimate) if estimate else None
-    base = ChipFit(
+    base = MemoryFit(
         chip=chip,
         target=target,
         kind="tpu",
@@ -278,7 +291,7 @@ def tpu_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = Tr
     )
 
 
-def _estimated_fit(base: ChipFit, estimate: tuple[FitPart, ...], tpu: hardware.Tpu) -> ChipFit:
+def _estimated_fit(base: MemoryFit, estimate: tuple[FitPart, ...], tpu: hardware.Tpu) -> MemoryFit:
     """A TPU row from the BlockSpecs alone (no compile for the chip yet)."""
     if base.estimated is None:
         return dataclasses.replace(base, message="not compiled for this chip yet")
@@ -306,11 +319,11 @@ def _compiled_fit(
     kernel: Kernel,
     tpu: hardware.Tpu,
     allocations: tuple[Allocation, ...],
-    base: ChipFit,
+    base: MemoryFit,
     *,
     own: int | None,
     over_limit: int | None = None,
-) -> ChipFit:
+) -> MemoryFit:
     needed = scoped_vmem(allocations)
     default = tpu.default_scoped_vmem
     figures: dict[str, Any] = {
@@ -358,11 +371,11 @@ def _compiled_fit(
 # GPU
 
 
-def gpu_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = True) -> ChipFit:
+def gpu_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = True) -> MemoryFit:
     """The kernel's shared memory and registers on a GPU, from XLA's compile."""
     gpu = hardware.gpu(chip)
     target = f"xla-gpu:{chip}"
-    base = ChipFit(
+    base = MemoryFit(
         chip=chip,
         target=target,
         kind="gpu",
@@ -422,14 +435,14 @@ def gpu_fit(inspection: Traced, kernel: Kernel, chip: str, *, compile: bool = Tr
     )
 
 
-def _gpu_unknown(base: ChipFit, lowered: Lowered) -> ChipFit:
+def _gpu_unknown(base: MemoryFit, lowered: Lowered) -> MemoryFit:
     error = lowered.error
     text = error.message if error else "XLA reported no resources"
     lowered_text = text.lower()
     verdict: Verdict = "unknown"
     if "shared memory" in lowered_text and ("exceed" in lowered_text or "too" in lowered_text):
         verdict = "does-not-fit"
-    return ChipFit(
+    return MemoryFit(
         **base,  # type: ignore[arg-type]
         needed=None,
         needed_from="",

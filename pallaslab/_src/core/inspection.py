@@ -303,7 +303,7 @@ class Inspection(Traced):
         parallel: int | None = None,
         compile: bool = True,
     ) -> FitTable:
-        """`fit()` as records: a `FitTable` of `ChipFit`s, with the parts of each figure."""
+        """`fit()` as records: a `FitTable` of `MemoryFit`s, with the parts of each figure."""
         from pallaslab._src.core import fit  # noqa: PLC0415
 
         return fit.fit_table(

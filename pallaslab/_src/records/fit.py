@@ -129,7 +129,7 @@ class FitPart:
 
 
 @dataclasses.dataclass(frozen=True)
-class ChipFit:
+class MemoryFit:
     """One kernel's memory on one chip, and whether it fits.
 
     Attributes:
@@ -226,14 +226,14 @@ class FitTable:
     Attributes:
         kernel: The kernel's name.
         kernel_index: Its index in the inspection.
-        rows: One `ChipFit` per chip, in the order asked for.
+        rows: One `MemoryFit` per chip, in the order asked for.
     """
 
     kernel: str
     kernel_index: int
-    rows: tuple[ChipFit, ...]
+    rows: tuple[MemoryFit, ...]
 
-    def chip(self, name: str) -> ChipFit:
+    def chip(self, name: str) -> MemoryFit:
         """The row of one chip.
 
         Raises:

@@ -7,33 +7,21 @@ of a TPU kernel, instructions, stall cycles and scoreboard waits of a GPU one.
 
 from __future__ import annotations
 
-import weakref
-
 from pallaslab._src.records.cost import CostTable, LineCost
 from pallaslab._src.records.lowered import Lowered
 from pallaslab._src.views.contracts import IrLineCost
-
-# A cost table per lowering, read once (a lowering's text does not change). Keyed by
-# identity: hashing a lowering would hash (and clean) every stage's text.
-_TABLES: dict[int, CostTable | None] = {}
 
 
 def table_of(lowered: Lowered) -> CostTable | None:
     """The lowering's cost table (None: not machine code, or it failed)."""
     if lowered.error is not None or lowered.language not in ("llo", "sass"):
         return None
-    key = id(lowered)
-    if key in _TABLES:
-        return _TABLES[key]
     from pallaslab._src.core import cost  # noqa: PLC0415 - core is below
 
     try:
-        found: CostTable | None = cost.of_lowered(lowered)
+        return cost.of_lowered(lowered)  # read once per lowering
     except Exception:  # a gutter is a help: never lose the tab over it
-        found = None
-    _TABLES[key] = found
-    weakref.finalize(lowered, _TABLES.pop, key, None)
-    return found
+        return None
 
 
 def _title(cost: LineCost, kind: str) -> str:

@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING
 
 from pallaslab._src.base import messages, words
 from pallaslab._src.records import Kernel
-from pallaslab._src.records.fit import ChipFit, FitTable
+from pallaslab._src.records.fit import FitTable, MemoryFit
 from pallaslab._src.views.contracts import FitModel, FitRow
 
 if TYPE_CHECKING:
     from pallaslab._src.core.inspection import Inspection
 
 
-def _row(fit: ChipFit) -> FitRow:
+def _row(fit: MemoryFit) -> FitRow:
     return {
         "chip": fit.chip,
         "target": fit.target,
