@@ -329,3 +329,17 @@ def test_the_kernels_tab_estimates_at_once_and_reads_on_request(monkeypatch):
         reply = overview.respond(inspection, {"kind": "fit", "kernel": 0})
         assert [row["neededFrom"] for row in reply["rows"]] == ["read"]
         assert reply["compiled"] and reply["rows"][0]["vmemLimitBytes"] == OVER_BYTES
+
+
+def test_a_row_read_from_compiles_is_looked_up_when_asked_again(monkeypatch):
+    inspection = inspect_add(8)
+    calls = []
+
+    def lower(*args, **kwargs):
+        calls.append(args)
+        return _gpu_lowered(64 * 1024)
+
+    monkeypatch.setattr(fit_module.lowering, "lower", lower)
+    first = inspection.fit_table(chips=["H100"])
+    second = inspection.fit_table(chips=["H100"])
+    assert first.rows[0] is second.rows[0] and len(calls) == 1
