@@ -121,7 +121,10 @@ def main() -> None:
         elif found.kind == "tpu":
             what = f"{found.loop_bundles} bundles per pass (~{found.cycles_estimate} cycles)"
         else:
-            what = f"{found.total_instructions} SASS instructions, {found.cycles_estimate} stall cycles"
+            what = (
+                f"{found.total_instructions} SASS instructions, "
+                f"{found.cycles_estimate} stall cycles"
+            )
         needed = f"{row.needed:,}" if row.needed is not None else "?"
         print(f"{row.chip:6s} {row.verdict_text[:34]:34s} {needed:>10s} {row.limit:>10,}  {what}")
     print(
