@@ -24,7 +24,9 @@ from pallaslab._src.geometry.mosaic_gpu import CopyMap, SmemBudget, SmemFit, Sme
 from pallaslab._src.geometry.races import Conflict
 from pallaslab._src.geometry.tilemap import Coverage, OperandTiles, TileMap
 from pallaslab._src.records.checks import CheckPoint, CheckResult
+from pallaslab._src.records.cost import CostTable, LineCost
 from pallaslab._src.records.diffs import Delta, Diff, IrDiff, LinePair
+from pallaslab._src.records.fit import Allocation, FitPart, FitTable, MemoryFit
 from pallaslab._src.records.hardware import Gpu, Tpu
 from pallaslab._src.records.hints import Hint
 from pallaslab._src.records.indexmap import IndexMap
@@ -70,6 +72,7 @@ from pallaslab._src.records.targets import Target
 
 __all__ = [
     "AccessMap",
+    "Allocation",
     "ArraySpec",
     "BlockAccesses",
     "BlockVmem",
@@ -83,11 +86,14 @@ __all__ = [
     "CopySite",
     "CopyWindows",
     "CostEstimate",
+    "CostTable",
     "Coverage",
     "Delta",
     "Diff",
     "ElementAccess",
     "EmulationNotice",
+    "FitPart",
+    "FitTable",
     "Gpu",
     "GpuPipeline",
     "GpuResources",
@@ -100,10 +106,12 @@ __all__ = [
     "KernelMerit",
     "KernelWork",
     "Leak",
+    "LineCost",
     "LinePair",
     "Lowered",
     "LoweringComparison",
     "LoweringError",
+    "MemoryFit",
     "MmaSite",
     "MosaicGpuPlan",
     "Occupancy",

@@ -237,6 +237,7 @@ GPU_PUBLISHED = {
 
 # Figures the vendors do not publish, and what hardware.py uses instead (see there).
 UNPUBLISHED = {
+    **{chip: {"default_scoped_vmem"} for chip in ("v4", "v5e", "v5p", "v6e", "7x")},
     "H200": {"sms", "l2_bytes"},
     "B200": {"sms", "l2_bytes"},
     "L4": {"sms", "l2_bytes"},
@@ -337,13 +338,40 @@ def test_tpu_figures_are_the_published_ones(chip):
     published = TPU_PUBLISHED[chip]
     tpu = hardware.tpu(chip)
     fields = {f.name for f in dataclasses.fields(tpu)} - TPU_NON_FIGURES
-    assert fields == set(published)
+    assert fields == set(published) | UNPUBLISHED.get(chip, set())
     wrong = {
         name: (getattr(tpu, name), figure.quote, figure.url)
         for name, figure in published.items()
         if not figure.admits(getattr(tpu, name))
     }
     assert wrong == {}
+
+
+# The default scoped VMEM limit (what a Pallas kernel may allocate without
+# `vmem_limit_bytes`): no Google page prints it. What libtpu prints when a kernel goes
+# over it, and where others quote it. `test_fit.py` reads it from libtpu itself.
+VLLM_TPU_3407 = "https://github.com/vllm-project/tpu-inference/pull/3407"
+VLLM_TPU_3194 = "https://github.com/vllm-project/tpu-inference/pull/3194"
+LIBTPU_MESSAGE = "libtpu 0.0.52, compile-only, CompileTimeScopedVmemOom"
+DEFAULT_SCOPED_VMEM = {
+    "v4": P(
+        16 * MiB, "a 15 MiB kernel compiles; 48 MiB: 'Used 48.00M of 16.00M vmem'", LIBTPU_MESSAGE
+    ),
+    "v5e": P(16 * MiB, "Scoped allocation with size 24.00M and limit 16.00M", LIBTPU_MESSAGE),
+    "v5p": P(16 * MiB, "Scoped allocation with size 48.00M and limit 16.00M", LIBTPU_MESSAGE),
+    "v6e": P(32 * MiB, "the default 32MiB scoped-vmem limit (tpu6e and tpu7x)", VLLM_TPU_3407),
+    "7x": P(
+        32 * MiB,
+        "XLA's 32 MiB default (--xla_tpu_scoped_vmem_limit_kib), 33.56M vs 32.00M",
+        VLLM_TPU_3194,
+    ),
+}
+
+
+@pytest.mark.parametrize("chip", sorted(DEFAULT_SCOPED_VMEM))
+def test_default_scoped_vmem_is_what_libtpu_and_its_users_say(chip):
+    assert DEFAULT_SCOPED_VMEM[chip].admits(hardware.tpu(chip).default_scoped_vmem)
+    assert hardware.tpu(chip).default_scoped_vmem <= hardware.tpu(chip).vmem_per_core
 
 
 def test_the_table_says_which_figures_are_unpublished():

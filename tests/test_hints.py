@@ -556,7 +556,8 @@ def test_every_rule_speaks_plain_words():
     from pallaslab._src.geometry.hints import RULES
 
     ids = {h.id for h in found}
-    assert len(ids) == 20 and len(RULES) == 19  # small-grid gives grid-tail as well
+    assert len(ids) == 21 and len(RULES) == 20  # small-grid gives grid-tail as well
+    assert "scoped-vmem" in ids
     for hint in found:
         assert "`" not in hint.message and hint.id not in hint.message, hint
         assert hint.chip and hint.location is not None and hint.figures

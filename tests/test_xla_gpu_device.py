@@ -92,3 +92,19 @@ def test_pallas_kernels_compile_the_same_without_the_gpu(make, monkeypatch):
     if program:
         same = compile_only.stage(program[0]).text == on_device.stage(program[0]).text
         print(f"  optimised HLO of the program: {'the same' if same else 'differs'}")
+
+
+def test_fit_and_control_codes_agree_with_the_on_device_build(monkeypatch):
+    # Issue 22: the memory fit and the static cost read from a compile-only build are
+    # those of the code the GPU runs (Pallas kernels are compiled as written).
+    from pallaslab._src.core import cost
+
+    chip = _local_chip()
+    compile_only, on_device = _both(_mosaic_matmul, monkeypatch)
+    assert compile_only.resources.shared_bytes == on_device.resources.shared_bytes
+    a, b = cost.of_lowered(compile_only), cost.of_lowered(on_device)
+    assert a.total_instructions == b.total_instructions
+    assert a.cycles_estimate == b.cycles_estimate  # the same control codes
+    fn, args = _mosaic_matmul()
+    row = pallaslab.inspect(fn, *args).fit_table(chips=[chip]).chip(chip)
+    assert row.verdict == "fits" and row.needed == compile_only.resources.shared_bytes

@@ -149,6 +149,35 @@ export interface ICostModel {
   bytes: number;
 }
 
+/** A kernel's memory on one chip (`inspection.fit()`'s row). */
+export interface IFitRow {
+  chip: string;
+  target: string;
+  memory: string;
+  needed: string;
+  neededFrom: string;
+  limit: string;
+  limitFrom: string;
+  capacity: string;
+  verdict: string;
+  verdictText: string;
+  vmemLimitBytes: number | null;
+  message: string;
+}
+
+/** The Kernels tab's memory-fit table across chips. */
+export interface IFitModel {
+  rows: IFitRow[];
+  compiled: boolean;
+  error?: string;
+}
+
+/** Asks to compile a kernel for every chip and read its fit. */
+export interface IFitRequest {
+  kind: 'fit';
+  kernel: number;
+}
+
 /** One kernel of the Kernels tab. */
 export interface IKernelModel {
   index: number;
@@ -171,6 +200,7 @@ export interface IKernelModel {
   operands: IOperandRow[];
   races: { [key: string]: IRaceEntry };
   hints: IHintsModel;
+  fit: IFitModel;
   facts: string[];
   details: string[];
 }
@@ -372,6 +402,14 @@ export interface ITpuResourcesModel {
 
 export type ResourcesModel = IGpuResourcesModel | ITpuResourcesModel;
 
+/** The static cost of one source line, for the gutter beside it in the IR tab. */
+export interface IIrLineCost {
+  file: number;
+  line: number;
+  text: string;
+  title: string;
+}
+
 /** Everything about a lowering but its text. */
 export interface IIrLoweredReply {
   type: 'lowered';
@@ -387,6 +425,8 @@ export interface IIrLoweredReply {
   lines: number;
   chunks: number;
   mapped: number;
+  costs: IIrLineCost[];
+  costNote: string;
 }
 
 /** One piece of a lowering's text: its lines and their source-map entries. */
@@ -923,9 +963,9 @@ export interface IDiffPane {
 
 export type Pane = IOverviewPane | ISourcePane | IJaxprPane | ITilesPane | IIrPane | IRunPane | IDiffPane | IErrorPane;
 
-export type TabRequestBody = IHintsRequest | IAccessesRequest | IIrLowerRequest | IIrChunkRequest | ITextRequest;
+export type TabRequestBody = IHintsRequest | IFitRequest | IAccessesRequest | IIrLowerRequest | IIrChunkRequest | ITextRequest;
 
-export type TabReply = IHintsModel | IAccessesReply | IIrLoweredReply | IIrChunkReply | IIrFailedReply | ITextHeaderReply | ITextChunkReply | IErrorPane;
+export type TabReply = IHintsModel | IFitModel | IAccessesReply | IIrLoweredReply | IIrChunkReply | IIrFailedReply | ITextHeaderReply | ITextChunkReply | IErrorPane;
 
 /** A tab's request, from the widget to Python (a custom widget message). */
 export interface ITabRequestMessage {

@@ -33,6 +33,8 @@ export interface ICodeViewOptions {
   language?: string;
   marks?: IMark[];
   title?: string;
+  /** Per line, a short text in a fixed-width column before it (the cost gutter). */
+  gutter?: Map<number, { text: string; title: string }>;
   onHover?: (line: number | null) => void;
   onClick?: (line: number) => void;
 }
@@ -58,10 +60,15 @@ export class CodeView implements ILineView {
     language = '',
     marks = [],
     title = '',
+    gutter,
     onHover,
     onClick
   }: ICodeViewOptions) {
     const markByLine = new Map(marks.map(m => [m.line, m]));
+    // The gutter is as wide as its longest text, the same on every line.
+    const width = gutter
+      ? Math.max(0, ...Array.from(gutter.values(), g => g.text.length))
+      : 0;
     this.body = h('div', { class: 'pl-code-body' });
     resizable(this.body);
     lines.forEach((text, offset) => {
@@ -71,6 +78,14 @@ export class CodeView implements ILineView {
         'div',
         { class: 'pl-line', dataset: { line: number } },
         h('span', { class: 'pl-ln', text: number }),
+        gutter
+          ? h('span', {
+              class: 'pl-gutter',
+              style: `width: ${width + 1}ch`,
+              text: gutter.get(number)?.text ?? '',
+              title: gutter.get(number)?.title
+            })
+          : null,
         h('span', { class: 'pl-src' }, highlightedLine(text, language)),
         mark
           ? h('span', {

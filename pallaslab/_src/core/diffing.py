@@ -24,6 +24,7 @@ from pallaslab._src.core.diff_figures import (
     tile_deltas,
     timing_deltas,
 )
+from pallaslab._src.core.diff_fit import fit_cost_deltas
 from pallaslab._src.core.inspection import Inspection
 from pallaslab._src.core.kernel_targets import chip_for, natural_target
 from pallaslab._src.geometry.merit import chip_named
@@ -115,6 +116,7 @@ def diff(
         inspection_b, kb, lowered_b, chip=chip_b, compile_more=resources, notes=notes
     )
     deltas += resource_deltas(found_a, found_b, chip_a, chip_b)
+    deltas += fit_cost_deltas((inspection_a, ka, lowered_a), (inspection_b, kb, lowered_b), notes)
     deltas += tile_deltas((inspection_a, ka, chip_a), (inspection_b, kb, chip_b), notes)
     deltas += check_deltas(inspection_a, inspection_b)
     deltas += timing_deltas(timings)

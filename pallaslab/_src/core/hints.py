@@ -15,15 +15,16 @@ from typing import Any
 
 from pallaslab._src.core import jax_adapter, lowering, mosaic_gpu, tiling
 from pallaslab._src.core.kernel_targets import chip_for, natural_target, triton_style
-from pallaslab._src.core.lowering import tpu_rules
+from pallaslab._src.core.lowering import tpu_memory, tpu_rules
 from pallaslab._src.core.program import Traced, program_of
 from pallaslab._src.geometry.hints import HintInputs, kernel_hints
 from pallaslab._src.geometry.merit import Chip, chip_named, kernel_merit
 from pallaslab._src.geometry.mosaic_gpu import smem_budget
 from pallaslab._src.geometry.tilemap import TileMap
 from pallaslab._src.records import Kernel, SourceLocation, hardware
+from pallaslab._src.records.fit import own_vmem_limit, scoped_vmem
 from pallaslab._src.records.hints import SEVERITIES, DotInfo, Hint, MaskUse
-from pallaslab._src.records.lowered import GpuResources
+from pallaslab._src.records.lowered import GpuResources, TpuResources
 
 #: Programs whose accesses are sampled for masked lanes: the first, middle, last.
 SAMPLED_PROGRAMS = 3
@@ -77,6 +78,8 @@ def kernel_hints_of(
         masks=_masks(inspection, kernel, tiles) if masks else (),
         blocks_in_global=triton_style(kernel),
         **_mosaic(inspection, kernel),
+        scoped_vmem=_scoped_vmem(inspection, kernel, chip),
+        vmem_limit=own_vmem_limit(kernel),
     )
     return kernel_hints(inputs)
 
@@ -133,6 +136,21 @@ def _gpu_resources(
         if lowered.kernel_index == kernel.index and isinstance(lowered.resources, GpuResources)
     ]
     return next((r for r in reversed(done) if r.arch == chip.arch), done[-1] if done else None)
+
+
+def _scoped_vmem(inspection: Traced, kernel: Kernel, chip: Chip) -> int | None:
+    """The scoped VMEM of a libtpu compile for the chip already made (none is started)."""
+    if not isinstance(chip, hardware.Tpu):
+        return None
+    for lowered in reversed(lowering.lowerings(inspection)):
+        if lowered.kernel_index != kernel.index or lowered.target != f"tpu-compile:{chip.name}":
+            continue
+        if isinstance(lowered.resources, TpuResources) and lowered.resources.allocations:
+            return scoped_vmem(lowered.resources.allocations)
+        if lowered.error is not None:
+            printed = tpu_memory.scoped_oom(lowered.error.detail)
+            return printed[0] if printed else None
+    return None
 
 
 def _vmem_blocks(kernel: Kernel, chip: Chip) -> tuple[Any, ...]:

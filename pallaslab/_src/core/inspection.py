@@ -21,6 +21,8 @@ from pallaslab._src.records.lowered import Lowered
 if TYPE_CHECKING:
     from pathlib import Path
 
+    import pandas as pd
+
     from pallaslab._src.core.reproducer import Reproducer
     from pallaslab._src.core.sharing import RaceReport
     from pallaslab._src.geometry.accesses import BlockAccesses
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from pallaslab._src.geometry.mosaic_gpu import SmemBudget
     from pallaslab._src.geometry.races import Conflict
     from pallaslab._src.geometry.tilemap import TileMap
+    from pallaslab._src.records.cost import CostTable
+    from pallaslab._src.records.fit import FitTable
     from pallaslab._src.records.hints import Hint
     from pallaslab._src.records.mosaic_gpu import MosaicGpuPlan
 
@@ -291,6 +295,78 @@ class Inspection(Traced):
         from pallaslab._src.core import lowering  # noqa: PLC0415
 
         return lowering.lowerings(self)
+
+    def fit(
+        self,
+        kernel: int | str = 0,
+        chips: Sequence[str] | None = None,
+        *,
+        parallel: int | None = None,
+        compile: bool = True,
+    ) -> pd.DataFrame:
+        """Whether a kernel's memory fits on each chip, from each chip's real compile.
+
+        TPU (v4, v5e, v5p, v6e, 7x; libtpu): the scoped VMEM the compile allocates
+        (its allocation table: blocks x buffers, scratch, spills) against the kernel's
+        `vmem_limit_bytes` or the chip's default scoped limit; over it, the exact
+        `vmem_limit_bytes` to pass, or that it does not fit on the chip. GPU (A100,
+        H100, H200, B200; XLA's compile): shared memory per block and registers.
+        Chips compile in parallel (worker processes), once per kernel and chip.
+
+        Args:
+            kernel: The kernel's index or name (default: the first kernel).
+            chips: The chips (default: every TPU and GPU above).
+            parallel: Compiles at once (default: up to 4).
+            compile: False: compile nothing; chips compiled for already are read,
+                the others estimated from the BlockSpecs (TPU) or left unknown (GPU).
+
+        Returns:
+            One row per chip: chip, target, memory, needed_bytes, needed_from ("read",
+            "read, rounded" or "estimated"), limit_bytes, limit_from, capacity_bytes,
+            verdict ("fits", "fits-with-limit", "does-not-fit", "unknown"),
+            vmem_limit_bytes (the value to pass), estimated_bytes, smem_bytes,
+            semaphores, registers_per_thread, message. `fit_table()` has the records.
+
+        Example:
+            >>> inspection.fit(chips=["v5e", "v6e"])[["chip", "verdict", "vmem_limit_bytes"]]
+        """
+        return self.fit_table(kernel, chips, parallel=parallel, compile=compile).to_frame()
+
+    def fit_table(
+        self,
+        kernel: int | str = 0,
+        chips: Sequence[str] | None = None,
+        *,
+        parallel: int | None = None,
+        compile: bool = True,
+    ) -> FitTable:
+        """`fit()` as records: a `FitTable` of `MemoryFit`s, with the parts of each figure."""
+        from pallaslab._src.core import fit  # noqa: PLC0415
+
+        return fit.fit_table(
+            self, kernel, chips, parallel=parallel or fit.PARALLEL, compile=compile
+        )
+
+    def cost(self, target: str, kernel: int | str = 0) -> pd.DataFrame:
+        """A kernel's static cost per source line on one target (its compiled code).
+
+        TPU (`tpu-compile:<chip>`): per line, the VLIW bundles its ops sit in and the
+        ops it issues on each unit (MXU, VPU, XLU, EUP, vld, vst, scalar, sync, DMA),
+        read from libtpu's final bundles. GPU (SASS: `sass:sm_90`, `xla-gpu:H100`):
+        per line, instructions by class and the stall cycles, yields, scoreboard
+        barriers and waits their control codes encode.
+
+        Returns:
+            One row per source line; `.attrs["cycles_estimate"]` is the static cycle
+            estimate of one pass of the kernel body. `cost_table()` has the record.
+        """
+        return self.cost_table(target, kernel).to_frame()
+
+    def cost_table(self, target: str, kernel: int | str = 0) -> CostTable:
+        """`cost()` as a `CostTable` record: per-line costs, loop-body bundles and slots."""
+        from pallaslab._src.core import cost  # noqa: PLC0415
+
+        return cost.cost(self, target, kernel)
 
     def hints(
         self,

@@ -86,6 +86,9 @@ class Tpu:
         memory_bandwidth: HBM bytes per second, per chip.
         bf16_flops: Peak BF16 FLOP/s per chip.
         mxu_size: Systolic array size (128 or 256).
+        default_scoped_vmem: The scoped VMEM a kernel may allocate unless its
+            `pltpu.CompilerParams(vmem_limit_bytes=...)` says otherwise (libtpu's
+            `--xla_tpu_scoped_vmem_limit_kib` default).
         source: Where the figures come from.
     """
 
@@ -98,6 +101,7 @@ class Tpu:
     memory_bandwidth: float
     bf16_flops: float
     mxu_size: int
+    default_scoped_vmem: int
     source: str
 
 
@@ -245,6 +249,11 @@ _TPU_DOCS = "Google Cloud TPU documentation (System architecture, per-version pa
 # Ironwood announcement (7x bandwidth), and JAX's TPU hardware reference for what the
 # Cloud pages leave out, VMEM, SMEM and MXU columns per TensorCore:
 # https://docs.jax.dev/en/latest/pallas/tpu/hardware.html (jax/_src/pallas/mosaic/tpu_info.py).
+# Default scoped VMEM (no vendor page prints it): libtpu's own out-of-memory messages, "Scoped
+# allocation with size ... and limit 16.00M" (v5e, v5p) and "limit 32.00M" (v6e, 7x), with
+# libtpu 0.0.52; v4's kernels may fill its 16 MiB (a 15 MiB kernel compiles). Public reports:
+# vllm-project/tpu-inference PR 3407 and 3194 ("the default 32MiB scoped-vmem limit", v6e
+# and 7x). See `UNPUBLISHED`.
 
 TPUS: dict[str, Tpu] = {
     t.name: t
@@ -259,6 +268,7 @@ TPUS: dict[str, Tpu] = {
             memory_bandwidth=1.2e12,
             bf16_flops=275e12,
             mxu_size=128,
+            default_scoped_vmem=16 * MiB,
             source=_TPU_DOCS,
         ),
         Tpu(
@@ -271,6 +281,7 @@ TPUS: dict[str, Tpu] = {
             memory_bandwidth=819e9,
             bf16_flops=197e12,
             mxu_size=128,
+            default_scoped_vmem=16 * MiB,
             source=_TPU_DOCS,
         ),
         Tpu(
@@ -283,6 +294,7 @@ TPUS: dict[str, Tpu] = {
             memory_bandwidth=2.765e12,
             bf16_flops=459e12,
             mxu_size=128,
+            default_scoped_vmem=16 * MiB,
             source=_TPU_DOCS,
         ),
         Tpu(
@@ -296,6 +308,7 @@ TPUS: dict[str, Tpu] = {
             memory_bandwidth=1.638e12,
             bf16_flops=918e12,
             mxu_size=256,
+            default_scoped_vmem=32 * MiB,
             source=_TPU_DOCS,
         ),
         Tpu(
@@ -308,6 +321,7 @@ TPUS: dict[str, Tpu] = {
             memory_bandwidth=7.37e12,
             bf16_flops=2.307e15,
             mxu_size=256,
+            default_scoped_vmem=32 * MiB,
             source=f"{_TPU_DOCS}; Google Cloud blog 'Ironwood' (Apr 2025): 4614 FP8 TFLOPS",
         ),
     )
@@ -316,7 +330,12 @@ TPUS: dict[str, Tpu] = {
 
 # Figures of the tables above that no vendor publishes, per chip and field: where each
 # comes from instead. The tests check that every other figure matches a published one.
+_SCOPED = (
+    "not in Google's TPU pages: libtpu's own default, as its out-of-memory message prints "
+    "it (libtpu 0.0.52, compile-only)"
+)
 UNPUBLISHED: dict[str, dict[str, str]] = {
+    **{chip: {"default_scoped_vmem": _SCOPED} for chip in ("v4", "v5e", "v5p", "v6e", "7x")},
     "H200": {
         "sms": "not in the H200's datasheet; an H200 is a GH100 like the H100 SXM5 (the "
         "same published FP32 and tensor-core peaks): the H100 SXM5's 132",

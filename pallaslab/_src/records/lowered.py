@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from pallaslab._src.records import SourceLocation, SourceMapEntry
+from pallaslab._src.records.fit import Allocation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +154,8 @@ class TpuResources:
             memory analysis: the kernel and the runtime programs around it).
         utilization: Per functional unit: (unit, slots per bundle, mean slots used
             per bundle over the whole kernel).
+        allocations: The compile's allocation table (VMEM, SMEM, sync flags), from
+            libtpu's LLO dumps.
     """
 
     chip: str
@@ -163,6 +166,7 @@ class TpuResources:
     loop_body_bundles: int | None = None
     code_bytes: int | None = None
     utilization: tuple[tuple[str, int, float], ...] = ()
+    allocations: tuple[Allocation, ...] = dataclasses.field(default=(), repr=False)
 
     @property
     def vmem_bytes(self) -> int:

@@ -208,6 +208,44 @@ class CostModel(TypedDict):
     bytes: int
 
 
+class FitRow(TypedDict):
+    """A kernel's memory on one chip (`inspection.fit()`'s row)."""
+
+    chip: str
+    target: str
+    #: "VMEM" (scoped) or "shared memory" (per block).
+    memory: str
+    #: Bytes needed, in words ("16.1 MiB"), "" when unknown.
+    needed: str
+    #: "read" (the compiler's table), "read, rounded" (its message) or "estimated".
+    neededFrom: str
+    limit: str
+    limitFrom: str
+    capacity: str
+    #: "fits", "fits-with-limit", "does-not-fit" or "unknown".
+    verdict: str
+    verdictText: str
+    #: The `vmem_limit_bytes` to pass, for "fits-with-limit".
+    vmemLimitBytes: int | None
+    message: str
+
+
+class FitModel(TypedDict):
+    """The Kernels tab's memory-fit table across chips."""
+
+    rows: list[FitRow]
+    #: Whether every row was read from a compile (else some are estimates).
+    compiled: bool
+    error: NotRequired[str]
+
+
+class FitRequest(TypedDict):
+    """Asks to compile a kernel for every chip and read its fit."""
+
+    kind: Literal["fit"]
+    kernel: int
+
+
 class KernelModel(TypedDict):
     """One kernel of the Kernels tab."""
 
@@ -231,6 +269,8 @@ class KernelModel(TypedDict):
     operands: list[OperandRow]
     races: dict[str, RaceEntry]
     hints: HintsModel
+    #: Its memory on each chip: compiles already made, else estimates; a request reads all.
+    fit: FitModel
     #: The kernel in one line of facts: what built it, its grid, where it is defined.
     facts: list[str]
     #: Dimension semantics, compiler params, cost, aliases, interpret: one line each.
@@ -469,6 +509,18 @@ class TpuResourcesModel(TypedDict):
 ResourcesModel = GpuResourcesModel | TpuResourcesModel
 
 
+class IrLineCost(TypedDict):
+    """The static cost of one source line, for the gutter beside it in the IR tab."""
+
+    #: The source file's index in the pane's files.
+    file: int
+    line: int
+    #: Compact: "12b vld 16 VPU 8" (TPU bundles), "9i 31c w2" (SASS).
+    text: str
+    #: In words, for the tooltip.
+    title: str
+
+
 class IrLoweredReply(TypedDict):
     """Everything about a lowering but its text."""
 
@@ -485,6 +537,10 @@ class IrLoweredReply(TypedDict):
     lines: int
     chunks: int
     mapped: int
+    #: Static cost per source line (machine code only: TPU bundles, SASS).
+    costs: list[IrLineCost]
+    #: The kernel body's totals in one line ("" without costs).
+    costNote: str
 
 
 class IrChunkReply(TypedDict):
@@ -1101,9 +1157,12 @@ class DiffPane(TypedDict):
 # Every pane, request and reply, and the messages that carry them.
 
 Pane = OverviewPane | SourcePane | JaxprPane | TilesPane | IrPane | RunPane | DiffPane | ErrorPane
-TabRequestBody = HintsRequest | AccessesRequest | IrLowerRequest | IrChunkRequest | TextRequest
+TabRequestBody = (
+    HintsRequest | FitRequest | AccessesRequest | IrLowerRequest | IrChunkRequest | TextRequest
+)
 TabReply = (
     HintsModel
+    | FitModel
     | AccessesReply
     | IrLoweredReply
     | IrChunkReply

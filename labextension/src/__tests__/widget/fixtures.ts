@@ -1,6 +1,7 @@
 // Small view models, typed by the contracts: what Python sends (tests/test_contracts.py
 // checks Python's panes against the same types).
 import type {
+  IFitModel,
   IHeader,
   IHintsModel,
   IIrPane,
@@ -62,6 +63,43 @@ export function hints(masks: boolean): IHintsModel {
   };
 }
 
+export function fit(compiled: boolean): IFitModel {
+  return {
+    rows: [
+      {
+        chip: 'v5e',
+        target: 'tpu-compile:v5e',
+        memory: 'VMEM',
+        needed: '16.1 MiB',
+        neededFrom: compiled ? 'read' : 'estimated',
+        limit: '16 MiB',
+        limitFrom: "v5e's default scoped VMEM",
+        capacity: '128 MiB',
+        verdict: 'fits-with-limit',
+        verdictText: 'fits only with vmem_limit_bytes >= 16,908,288',
+        vmemLimitBytes: 16908288,
+        message:
+          'fits only with pltpu.CompilerParams(vmem_limit_bytes=16,908,288)'
+      },
+      {
+        chip: 'H100',
+        target: 'xla-gpu:H100',
+        memory: 'shared memory',
+        needed: compiled ? '48 KiB' : '',
+        neededFrom: compiled ? 'read' : '',
+        limit: '227 KiB',
+        limitFrom: 'shared memory a block may opt in to',
+        capacity: '228 KiB',
+        verdict: compiled ? 'fits' : 'unknown',
+        verdictText: compiled ? 'fits' : 'unknown',
+        vmemLimitBytes: null,
+        message: compiled ? 'fits' : 'not compiled for this chip yet'
+      }
+    ],
+    compiled
+  };
+}
+
 export function overview(masks = true): IOverviewPane {
   return {
     program: {
@@ -115,6 +153,7 @@ export function overview(masks = true): IOverviewPane {
           }
         },
         hints: hints(masks),
+        fit: fit(true),
         facts: ['grid (2) = 2 programs', 'defined at Cell [3] line 1'],
         details: ['compiler params (triton): num_warps=4']
       }

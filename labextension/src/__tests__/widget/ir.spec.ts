@@ -25,7 +25,9 @@ const SUMMARY: IIrLoweredReply = {
   stages: [],
   lines: 3,
   chunks: 2,
-  mapped: 1
+  mapped: 1,
+  costs: [],
+  costNote: ''
 };
 
 function answer(body: TabRequestBody) {
@@ -79,6 +81,39 @@ describe('the IR tab', () => {
     expect(
       root.querySelectorAll('.pl-split .pl-code-title')[0]?.textContent
     ).toBe('Cell [3]');
+  });
+
+  it('puts the static cost of each source line in a gutter beside it', async () => {
+    const root = document.createElement('div');
+    const summary: IIrLoweredReply = {
+      ...SUMMARY,
+      key: { kernel: 0, target: 'tpu-compile:v5e', stage: '' },
+      language: 'llo',
+      costs: [
+        {
+          file: 0,
+          line: 2,
+          text: '12b vld 16 VPU 8',
+          title: '32 ops in 12 bundles'
+        }
+      ],
+      costNote: 'Static cost: 65 bundles per pass of the body'
+    };
+    const ctx = fakeContext(body =>
+      'type' in body && body.type === 'lower' ? summary : answer(body)
+    );
+    IR.render(root, IR_PANE, ctx);
+    await settle();
+    await settle();
+    const gutter = Array.from(root.querySelectorAll('.pl-gutter'));
+    expect(gutter.length).toBeGreaterThan(1); // every line has one: a steady column
+    const costed = gutter.find(g => g.textContent);
+    expect(costed?.textContent).toBe('12b vld 16 VPU 8');
+    expect(costed?.getAttribute('title')).toBe('32 ops in 12 bundles');
+    expect(costed?.closest('.pl-line')?.getAttribute('data-line')).toBe('2');
+    expect(root.querySelector('.pl-cost-note')?.textContent).toContain(
+      '65 bundles per pass'
+    );
   });
 
   it('shows why a target could not lower', async () => {

@@ -308,6 +308,11 @@ export const IR: ITabRenderer<IIrPane> = {
       for (const note of summary.notes) {
         headerBox.append(h('div', { class: 'pl-notice', text: note }));
       }
+      if (summary.costNote) {
+        headerBox.append(
+          h('div', { class: 'pl-notice pl-cost-note', text: summary.costNote })
+        );
+      }
       const sourceViews: (CodeView | null)[] = [];
       const left = h('div', { class: 'pl-pane' });
       let linker: ILinker | null = null;
@@ -316,12 +321,18 @@ export const IR: ITabRenderer<IIrPane> = {
           return sourceViews[index] ?? null;
         }
         const file = data.files[index];
+        const costs = summary.costs.filter(c => c.file === index);
         const view = new CodeView({
           lines: file.lines,
           first: file.first,
           language: 'python',
           marks: file.marks,
           title: file.label,
+          gutter: costs.length
+            ? new Map(
+                costs.map(c => [c.line, { text: c.text, title: c.title }])
+              )
+            : undefined,
           onHover: line => linker?.onSourceHover(index, line),
           onClick: line => linker?.onSourceClick(index, line)
         });

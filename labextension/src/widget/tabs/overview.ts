@@ -1,6 +1,11 @@
 /** Kernels tab: grid, operands with their BlockSpecs, compiler params, races, hints. */
 
-import type { IHintsModel, IKernelModel, IOverviewPane } from '../../contracts';
+import type {
+  IFitModel,
+  IHintsModel,
+  IKernelModel,
+  IOverviewPane
+} from '../../contracts';
 import { ITabContext, ITabRenderer, isError } from '../context';
 import { clear, h, table } from '../dom';
 
@@ -68,6 +73,95 @@ export function hintSection(
   return section;
 }
 
+/** The fit table's rows: chip, memory needed (and where from), limit, verdict. */
+export function fitTable(fit: IFitModel): HTMLTableElement {
+  return table(
+    ['chip', 'memory', 'needed', 'limit', 'verdict', 'vmem_limit_bytes'],
+    fit.rows.map(row => [
+      row.chip,
+      row.memory,
+      h(
+        'span',
+        {
+          class: `pl-fit-from pl-fit-${row.neededFrom.replace(/[^a-z]+/g, '-')}`,
+          title: row.neededFrom
+        },
+        row.needed || '?',
+        row.neededFrom && row.neededFrom !== 'read'
+          ? ` (${row.neededFrom})`
+          : ''
+      ),
+      h('span', {
+        title: row.limitFrom,
+        text: `${row.limit} of ${row.capacity}`
+      }),
+      h('span', {
+        class: `pl-fit-verdict pl-fit-${row.verdict}`,
+        title: row.message,
+        text:
+          row.verdict === 'fits-with-limit' ? 'needs a limit' : row.verdictText
+      }),
+      row.vmemLimitBytes === null ? '' : row.vmemLimitBytes.toLocaleString('en')
+    ])
+  );
+}
+
+/**
+ * Memory per chip: drawn at once from compiles already made and estimates; a
+ * button compiles the kernel for every chip (in parallel, in worker processes).
+ */
+export function fitSection(
+  kernel: IKernelModel,
+  ctx: ITabContext | null
+): HTMLElement {
+  const section = h('div', {
+    class: 'pl-fit-section',
+    dataset: { fit: kernel.index }
+  });
+  const draw = (fit: IFitModel) => {
+    clear(section);
+    if (!fit.rows.length && !fit.error) {
+      return;
+    }
+    section.append(h('h5', { text: 'Memory per chip' }));
+    if (fit.rows.length) {
+      section.append(fitTable(fit));
+    }
+    if (fit.error) {
+      section.append(h('p', { class: 'pl-notice', text: fit.error }));
+    }
+    if (!fit.compiled && ctx) {
+      const button = h('button', {
+        class: 'pl-button pl-fit-compile',
+        text: 'compile for every chip',
+        title:
+          'libtpu for v4 ... 7x, XLA for A100 ... B200: the figures they allocate'
+      });
+      button.addEventListener('click', () => {
+        button.disabled = true;
+        button.textContent = 'compiling\u2026';
+        void ctx.request({ kind: 'fit', kernel: kernel.index }).then(reply => {
+          if (typeof reply === 'object' && reply !== null && 'rows' in reply) {
+            draw(reply);
+          } else {
+            button.textContent = isError(reply) ? reply.error : 'failed';
+          }
+        });
+      });
+      section.append(
+        h(
+          'p',
+          { class: 'pl-facts' },
+          'Estimated from the BlockSpecs where no compile was made. ',
+          button
+        )
+      );
+    }
+  };
+  draw(kernel.fit);
+  return section;
+}
+
 function kernelSection(k: IKernelModel, ctx: ITabContext): HTMLElement {
   const section = h(
     'section',
@@ -106,6 +200,7 @@ function kernelSection(k: IKernelModel, ctx: ITabContext): HTMLElement {
       );
     }
   }
+  section.append(fitSection(k, ctx));
   section.append(hintSection(k, ctx));
   return section;
 }

@@ -108,6 +108,7 @@ from pallaslab._src.core.jax_adapter.lowering import (
 from pallaslab._src.core.jax_adapter.lowering import sites_on_chip as sites_on_chip
 from pallaslab._src.core.jax_adapter.lowering import tpu_chip as tpu_chip
 from pallaslab._src.core.jax_adapter.lowering import tpu_chip_known as tpu_chip_known
+from pallaslab._src.core.jax_adapter.lowering import with_vmem_limit as with_vmem_limit
 from pallaslab._src.core.jax_adapter.mosaic_gpu.reading import kernel_plan as kernel_plan
 from pallaslab._src.core.jax_adapter.outputs import output_writers as output_writers
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES as CALL_PRIMITIVES

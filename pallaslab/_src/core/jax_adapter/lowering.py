@@ -130,6 +130,29 @@ def kernel_function(site: KernelSite) -> Callable[..., Any]:
     return run_kernel
 
 
+def with_vmem_limit(site: KernelSite, limit: int) -> KernelSite | None:
+    """The kernel with its Mosaic TPU `vmem_limit_bytes` set to `limit` (other params kept).
+
+    What `pltpu.CompilerParams(vmem_limit_bytes=limit)` in the kernel's `pallas_call`
+    would make. None for kernels whose params are not Mosaic TPU's (GPU params, mesh
+    kernels): those cannot be given a TPU VMEM limit this way.
+    """
+    if site.primitive != PALLAS_CALL:
+        return None
+    tpu_params: Any = getattr(_optional("jax._src.pallas.mosaic.core"), "CompilerParams", None)
+    current: Any = site.params.get("compiler_params")
+    if not isinstance(tpu_params, type) or not hasattr(tpu_params, "__dataclass_fields__"):
+        return None
+    if current is None:
+        replaced = tpu_params(vmem_limit_bytes=limit)
+    elif isinstance(current, tpu_params):
+        replaced = dataclasses.replace(current, vmem_limit_bytes=limit)  # type: ignore[type-var]
+    else:
+        return None
+    params = {**site.params, "compiler_params": replaced}
+    return dataclasses.replace(site, params=params)
+
+
 def kernel_avals(site: KernelSite) -> list[jax.ShapeDtypeStruct]:
     """The kernel's operands as ShapeDtypeStructs."""
     return [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in site.in_avals]

@@ -9,6 +9,7 @@ finished lowerings and the dispatch to `targets/`, whose modules take a context.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -37,6 +38,9 @@ class LoweringContext:
         self._program_ref = weakref.ref(program)
         # Intermediate results shared between targets (see `share`).
         self.shared: dict[tuple[Any, ...], Any] = {}
+        # Held while this process traces, lowers or exports with JAX; compile workers
+        # (libtpu, XLA's GPU compile) run outside it, several at once.
+        self.jax_lock = threading.RLock()
 
     @property
     def program(self) -> Program:

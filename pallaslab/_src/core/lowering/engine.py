@@ -53,6 +53,10 @@ _BY_KIND = {
 }
 
 
+# Kinds whose compile runs in a worker process: lowered without holding `jax_lock`.
+_WORKER_KINDS = frozenset({"tpu-compile", "xla-gpu"})
+
+
 class Lowerer(LoweringContext):
     """Lowers the kernels of one traced program, caching every result."""
 
@@ -60,6 +64,7 @@ class Lowerer(LoweringContext):
         super().__init__(program)
         self._results: dict[tuple[int | None, str], Lowered] = {}
         self._lock = threading.RLock()
+        self._key_locks: dict[tuple[int | None, str], threading.Lock] = {}
         self.order: list[tuple[int | None, str]] = []
 
     def done(self) -> list[Lowered]:
@@ -67,11 +72,18 @@ class Lowerer(LoweringContext):
         return [self._results[key] for key in self.order]
 
     def lower(self, target: Target, kernel: Kernel | None) -> Lowered:
-        """The kernel (None: the program) lowered for `target`, from the cache if there."""
+        """The kernel (None: the program) lowered for `target`, from the cache if there.
+
+        Each (kernel, target) is lowered once, by one thread; other keys lower at the
+        same time (their compile workers in parallel; JAX work under `jax_lock`).
+        """
         index = None if target.program or kernel is None else kernel.index
         key = (index, target.name)
         with self._lock:
-            found = self._results.get(key)
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                found = self._results.get(key)
             if found is None:
                 started = time.perf_counter()
                 try:
@@ -87,13 +99,21 @@ class Lowerer(LoweringContext):
                         error=failed.error,
                     )
                 found = dataclasses.replace(found, seconds=time.perf_counter() - started)
-                self._results[key] = found
+        with self._lock:
+            found = self._results.setdefault(key, found)
             if key in self.order:
                 self.order.remove(key)
             self.order.append(key)
             return found
 
     def _lower(self, target: Target, kernel: Kernel | None) -> Lowered:
+        if target.kind in _WORKER_KINDS:
+            # Their modules hold `jax_lock` while they export, not while a worker compiles.
+            return self._lower_unlocked(target, kernel)
+        with self.jax_lock:
+            return self._lower_unlocked(target, kernel)
+
+    def _lower_unlocked(self, target: Target, kernel: Kernel | None) -> Lowered:
         if target.kind == "tpu-compile" and kernel is not None:
             # The (8, 128) rule needs no libtpu: what is wrong with the kernel comes
             # before what is missing from the machine.

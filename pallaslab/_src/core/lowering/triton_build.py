@@ -122,7 +122,7 @@ def compile_ttir(
             )
         cubin = Path(tmp) / "kernel.cubin"
         cubin.write_bytes(compiled.asm["cubin"])
-        sass = _run_tool("nvdisasm", ["-c", "-g", str(cubin)])
+        sass = _run_tool("nvdisasm", ["-c", "-g", "-hex", str(cubin)])
         usage = _parse_resource_usage(_run_tool("cuobjdump", ["-res-usage", str(cubin)]))
     metadata = compiled.metadata
     return TritonBuild(

@@ -96,8 +96,8 @@ _SASS_FUNCTION = re.compile(r"^\s*\.type\s+([\w$.]+),@function", re.MULTILINE)
 
 
 def _disassemble(cubin: Path, tools: dict[str, str]) -> str:
-    """SASS with source line markers (nvdisasm -g)."""
-    code, sass, error = _run([tools["nvdisasm"], "-c", "-g", str(cubin)])
+    """SASS with source line markers (-g) and each instruction's encoding (-hex)."""
+    code, sass, error = _run([tools["nvdisasm"], "-c", "-g", "-hex", str(cubin)])
     return sass if code == 0 else f"// nvdisasm failed ({code}): {error.strip()}\n"
 
 

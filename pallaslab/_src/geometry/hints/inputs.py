@@ -37,6 +37,9 @@ class HintInputs:
             body loads from (Triton), rather than copies in VMEM / shared memory.
         plan: A Mosaic GPU kernel's plan (allocations, copies, products, pipelines).
         smem: A Mosaic GPU kernel's SMEM budget.
+        scoped_vmem: The scoped VMEM a libtpu compile for the chip allocates (or
+            printed, rounded, when it ran out), if one was made; else None.
+        vmem_limit: The kernel's own `vmem_limit_bytes`, if it sets one.
     """
 
     kernel: Kernel
@@ -51,6 +54,8 @@ class HintInputs:
     blocks_in_global: bool = False
     plan: MosaicGpuPlan | None = None
     smem: SmemBudget | None = None
+    scoped_vmem: int | None = None
+    vmem_limit: int | None = None
 
 
 def make_hint(  # noqa: PLR0917 - every rule passes the same six, in this order

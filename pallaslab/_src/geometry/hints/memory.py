@@ -68,6 +68,49 @@ def working_set(inputs: HintInputs) -> list[Hint]:
     ]
 
 
+def scoped_vmem(inputs: HintInputs) -> list[Hint]:
+    """Blocks over the chip's default scoped VMEM, within its VMEM: vmem_limit_bytes fits them.
+
+    The figure is libtpu's when a compile for the chip was made (`tpu-compile:<chip>`,
+    `inspection.fit()`), else the blocks x buffers + scratch in (8, 128) tiles.
+    """
+    chip = inputs.chip
+    if not isinstance(chip, hardware.Tpu) or not inputs.vmem_blocks:
+        return []
+    estimate = sum(block.padded_bytes for block in inputs.vmem_blocks)
+    needed = inputs.scoped_vmem if inputs.scoped_vmem is not None else estimate
+    limit = inputs.vmem_limit or chip.default_scoped_vmem
+    if needed <= limit or needed > chip.vmem_per_core:
+        return []  # fits; or over the whole VMEM, which `working_set` says
+    origin = (
+        f"libtpu's compile for {chip.name}"
+        if inputs.scoped_vmem is not None
+        else "the blocks x buffers + scratch, estimated; inspection.fit() reads libtpu's"
+    )
+    whose = "its vmem_limit_bytes" if inputs.vmem_limit else f"{chip.name}'s default scoped VMEM"
+    largest = max(inputs.vmem_blocks, key=lambda b: b.padded_bytes)
+    operand = next((o for o in inputs.kernel.operands if o.label == largest.operand), None)
+    return [
+        make_hint(
+            inputs,
+            "scoped-vmem",
+            "warning",
+            f"The kernel needs {words.nbytes(needed)} of scoped VMEM ({origin}), over "
+            f"{whose} ({words.nbytes(limit)}): the compile fails unless it passes "
+            f"pltpu.CompilerParams(vmem_limit_bytes={needed:,}) or more (up to the "
+            f"{words.nbytes(chip.vmem_per_core)} of VMEM), or uses smaller blocks "
+            f"({largest.operand}'s take {words.nbytes(largest.padded_bytes)}).",
+            operand.blockspec_location if operand is not None else None,
+            [
+                ("scoped VMEM bytes", needed),
+                ("limit bytes", limit),
+                ("vmem_limit_bytes", needed),
+                ("VMEM bytes", chip.vmem_per_core),
+            ],
+        )
+    ]
+
+
 def occupancy(inputs: HintInputs) -> list[Hint]:
     """Few warps per SM because registers or shared memory run out (GPU compile)."""
     gpu, row = inputs.gpu, occupancy_row(inputs)

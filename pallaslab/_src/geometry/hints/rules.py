@@ -8,7 +8,7 @@ from pallaslab._src.geometry.hints.blocks import gpu_narrow_rows, tpu_padding, t
 from pallaslab._src.geometry.hints.dots import dot_low_precision_sum, dot_upcast, small_dot
 from pallaslab._src.geometry.hints.filling import one_stage_pipeline, small_grid, tpu_cores
 from pallaslab._src.geometry.hints.inputs import HintInputs
-from pallaslab._src.geometry.hints.memory import occupancy, spills, working_set
+from pallaslab._src.geometry.hints.memory import occupancy, scoped_vmem, spills, working_set
 from pallaslab._src.geometry.hints.mosaic_gpu import (
     mma_rejected,
     persistent_grid,
@@ -25,6 +25,7 @@ RULES: tuple[Callable[[HintInputs], list[Hint]], ...] = (
     smem_over_budget,
     mma_rejected,
     swizzle_mismatch,
+    scoped_vmem,
     occupancy,
     small_grid,
     tpu_cores,

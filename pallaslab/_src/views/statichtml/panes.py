@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from pallaslab._src.views import heatmap, highlight, tilesfig
 from pallaslab._src.views.contracts import (
+    FitModel,
     HintsModel,
     IrStatic,
     JaxprPane,
@@ -132,8 +133,36 @@ def _kernel(kernel: KernelModel) -> Node:
         operands,
         [h("p", "pl-facts", line) for line in kernel["details"]],
         races,
+        _fit(kernel["fit"]),
         _hints(kernel["hints"]),
     )
+
+
+def _fit(fit: FitModel) -> Node | None:
+    """Memory per chip, as the widget's table (a saved page cannot compile more)."""
+    if not fit["rows"]:
+        return h("p", "pl-notice", fit["error"]) if fit.get("error") else None
+    rows = table(
+        ["chip", "memory", "needed", "limit", "verdict", "vmem_limit_bytes"],
+        [
+            [
+                row["chip"],
+                row["memory"],
+                (row["needed"] or "?")
+                + (f" ({row['neededFrom']})" if row["neededFrom"] not in ("", "read") else ""),
+                f"{row['limit']} of {row['capacity']}",
+                h("span", f"pl-fit-{row['verdict']}", row["verdictText"]),
+                f"{row['vmemLimitBytes']:,}" if row["vmemLimitBytes"] is not None else "",
+            ]
+            for row in fit["rows"]
+        ],
+    )
+    note = (
+        None
+        if fit["compiled"]
+        else h("p", "pl-small", "Estimated from the BlockSpecs where no compile was made.")
+    )
+    return h("div", "", h("h5", "", "Memory per chip"), rows, note)
 
 
 def _hints(hints: HintsModel) -> Node | None:
@@ -349,6 +378,19 @@ def ir(model: IrStatic) -> list[Node]:
             continue
         if summary["resources"] is not None:
             parts.append(h("p", "pl-facts", "Resources: " + summary["resources"]["summary"]))
+        if summary["costs"]:
+            files = model["pane"]["files"]
+            parts.append(h("p", "pl-facts", summary["costNote"]))
+            parts.append(
+                table(
+                    ["source line", "static cost"],
+                    [
+                        [f"{files[c['file']]['label']} line {c['line']}", c["text"]]
+                        for c in summary["costs"]
+                        if c["file"] < len(files)
+                    ],
+                )
+            )
         lines = done["first"]["lines"][:STATIC_LINES] if done["first"] else []
         parts.append(code([line[:MAX_LINE] for line in lines], summary["language"]))
         more = summary["lines"] - len(lines)

@@ -17,7 +17,7 @@ from pallaslab._src.core.lowering import compare, toolchains
 from pallaslab._src.records import Kernel
 from pallaslab._src.records import targets as target_names
 from pallaslab._src.records.lowered import GpuResources, Lowered, LoweringError, TpuResources
-from pallaslab._src.views import where
+from pallaslab._src.views import costgutter, where
 from pallaslab._src.views.contracts import (
     IrChunkReply,
     IrError,
@@ -170,6 +170,11 @@ def summary(inspection: Inspection, lowered: Lowered, content: dict[str, Any]) -
     text, source_map = _text_of(lowered, stage)
     language = lowered.stage(stage).language if stage else lowered.language
     allowed = where.kernel_files(inspection.kernels)
+    costs, cost_note = (
+        costgutter.gutter(lowered, [f.file for f in source_files(inspection)])
+        if not stage
+        else ([], "")
+    )
     return {
         "type": "lowered",
         "key": {"kernel": lowered.kernel_index, "target": lowered.target, "stage": stage},
@@ -184,6 +189,8 @@ def summary(inspection: Inspection, lowered: Lowered, content: dict[str, Any]) -
         "lines": len(_split(text)),
         "chunks": len(_chunks(text)),
         "mapped": len(source_map),
+        "costs": costs,
+        "costNote": cost_note,
     }
 
 

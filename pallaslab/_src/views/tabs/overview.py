@@ -10,9 +10,10 @@ from pallaslab._src.geometry import races as race_geometry
 from pallaslab._src.geometry.limits import MAX_PROGRAMS
 from pallaslab._src.records import Kernel, Operand
 from pallaslab._src.records.hints import Hint
-from pallaslab._src.views import fmt, where
+from pallaslab._src.views import fitmodel, fmt, where
 from pallaslab._src.views.contracts import (
     ErrorPane,
+    FitModel,
     HintModel,
     HintsModel,
     KernelModel,
@@ -227,6 +228,7 @@ def _kernel(
         "operands": [_operand(o) for o in kernel.operands],
         "races": _races(kernel, inspection, max_conflicts),
         "hints": _hints(inspection, kernel, masks=False),
+        "fit": fitmodel.fit_model(inspection, kernel, compile=False),
         "facts": _facts(kernel, source, call_site),
         "details": _details(kernel),
     }
@@ -249,14 +251,20 @@ def payload(inspection: Inspection) -> OverviewPane:
     }
 
 
-def respond(inspection: Inspection, body: dict[str, Any]) -> HintsModel | ErrorPane:
-    """Requests from the tab: `{"kind": "hints", "kernel": k}`, with masks checked."""
-    if body.get("kind") != "hints":
+def respond(inspection: Inspection, body: dict[str, Any]) -> HintsModel | FitModel | ErrorPane:
+    """Requests from the tab: hints with masks checked, or fit read from every chip.
+
+    `{"kind": "hints", "kernel": k}`; `{"kind": "fit", "kernel": k}` (compiles the
+    kernel for every chip, in parallel).
+    """
+    if body.get("kind") not in ("hints", "fit"):
         return {"error": f"unknown request {body.get('kind')!r}"}
     try:
         kernel = inspection.kernel(int(body.get("kernel", 0)))
     except (KeyError, ValueError) as error:
         return {"error": str(error)}
+    if body.get("kind") == "fit":
+        return fitmodel.fit_model(inspection, kernel, compile=True)
     return _hints(inspection, kernel, masks=True)
 
 

@@ -18,11 +18,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pallaslab._src.base import sources
-from pallaslab._src.core.lowering.sourcemap.gpu import llvm_text, ptx_text, sass_text
+from pallaslab._src.core.lowering.sourcemap.gpu import (
+    llvm_text,
+    ptx_text,
+    sass_instructions,
+    sass_text,
+)
 from pallaslab._src.core.lowering.sourcemap.hlo import hlo_text
 from pallaslab._src.core.lowering.sourcemap.locations import UNKNOWN_FILES, SourceMap
 from pallaslab._src.core.lowering.sourcemap.mlir import (
     LocationResolver,
+    commented_locations,
     commented_locations_text,
     elide_long_strings,
     mlir_text,
@@ -35,6 +41,7 @@ __all__ = [
     "LocationResolver",
     "SourceMap",
     "clean",
+    "commented_locations",
     "commented_locations_text",
     "elide_long_strings",
     "hlo_text",
@@ -42,6 +49,7 @@ __all__ = [
     "mlir_text",
     "ptx_text",
     "readable",
+    "sass_instructions",
     "sass_text",
     "split_locations",
 ]

@@ -63,16 +63,30 @@ def _is_code(stripped: str, comment_prefixes: Iterable[str]) -> bool:
 _SASS_MARKER = re.compile(r'^\s*//## File "((?:[^"\\]|\\.)*)", line (\d+)')
 
 
+# nvdisasm `-hex` writes each instruction's 128-bit encoding as two 64-bit words: the
+# first after the instruction (`... ; /* 0x... */`), the second on a line of its own.
+_SASS_HEX = re.compile(r"\s*/\*\s*0x([0-9a-fA-F]{16})\s*\*/\s*$")
+_SASS_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s*(.*?)\s*$")
+
+
 def sass_text(sass: str, default_file: str = "") -> tuple[str, SourceMap]:
-    """Nvdisasm `-g` output -> (SASS without `//## File` markers, source map)."""
+    """Nvdisasm `-g` output -> (SASS without `//## File` markers, source map).
+
+    Encodings (`-hex`) are left out: the text reads as nvdisasm's without them, and
+    `sass_instructions` reads them.
+    """
     lines: list[str] = []
     source_map: list[tuple[int, str, int]] = []
     current: tuple[str, int] | None = None
-    for line in sass.splitlines():
-        marker = _SASS_MARKER.match(line)
+    for raw in sass.splitlines():
+        marker = _SASS_MARKER.match(raw)
         if marker:
             current = located(unescape(marker.group(1)), int(marker.group(2)), default_file)
             continue
+        encoding = _SASS_HEX.search(raw)
+        line = raw[: encoding.start()].rstrip() if encoding else raw
+        if encoding and not line.strip():
+            continue  # the second word of an encoding, on its own line
         lines.append(line)
         stripped = line.strip()
         if current and stripped.startswith("/*") and "*/" in stripped:
@@ -82,6 +96,38 @@ def sass_text(sass: str, default_file: str = "") -> tuple[str, SourceMap]:
             # nvdisasm marks only where the source line changes, branch targets or not.
             current = None
     return "\n".join(lines), tuple(source_map)
+
+
+def sass_instructions(
+    sass: str, default_file: str = ""
+) -> list[tuple[int, str, tuple[int, ...], tuple[str, int] | None]]:
+    """Each instruction of an nvdisasm listing: (address, text, encoding words, source).
+
+    The words are the instruction's 64-bit halves as `-hex` prints them (none without
+    `-hex`); the source is the `//## File` marker's line in force (`-g`).
+    """
+    found: list[tuple[int, str, tuple[int, ...], tuple[str, int] | None]] = []
+    current: tuple[str, int] | None = None
+    for line in sass.splitlines():
+        marker = _SASS_MARKER.match(line)
+        if marker:
+            current = located(unescape(marker.group(1)), int(marker.group(2)), default_file)
+            continue
+        stripped = line.strip()
+        if stripped.startswith(("//---", ".section")):
+            current = None
+            continue
+        encoding = _SASS_HEX.search(line)
+        body = line[: encoding.start()] if encoding else line
+        instruction = _SASS_INSTRUCTION.match(body)
+        if instruction:
+            words: tuple[int, ...] = (int(encoding.group(1), 16),) if encoding else ()
+            text = instruction.group(2).rstrip(" ;").strip()
+            found.append((int(instruction.group(1), 16), text, words, current))
+        elif encoding and not body.strip() and found:
+            address, text, words, source = found[-1]
+            found[-1] = (address, text, (*words, int(encoding.group(1), 16)), source)
+    return found
 
 
 _LLVM_DBG = re.compile(r",?\s*!dbg !(\d+)")

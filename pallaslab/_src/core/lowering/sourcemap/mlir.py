@@ -198,6 +198,24 @@ def mlir_text(asm: str, default_file: str = "") -> tuple[str, SourceMap]:
 _COMMENT_LOC = re.compile(r"\s*/\*\s*loc\(")
 
 
+def commented_locations(
+    text: str, resolver: LocationResolver, default_file: str = ""
+) -> list[tuple[str, int]]:
+    """The distinct (file, line) of the `/* loc(...) */` comments in `text`, in order."""
+    found: list[tuple[str, int]] = []
+    for match in _COMMENT_LOC.finditer(text):
+        open_paren = match.end() - 1
+        close = _matching_paren(text, open_paren)
+        if close < 0:
+            continue
+        location = resolver.resolve(text[open_paren + 1 : close])
+        if location:
+            file = default_file if location[0] in UNKNOWN_FILES else location[0]
+            if file and (file, location[1]) not in found:
+                found.append((file, location[1]))
+    return found
+
+
 def commented_locations_text(text: str, default_file: str = "") -> tuple[str, SourceMap]:
     """Text with `/* loc(...) */` comments (libtpu's LLO source annotations).
 

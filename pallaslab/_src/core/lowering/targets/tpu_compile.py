@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pallaslab._src.core import jax_adapter
-from pallaslab._src.core.lowering import sourcemap
+from pallaslab._src.core.lowering import sourcemap, tpu_memory
 from pallaslab._src.core.lowering import tpu_compile as libtpu
 from pallaslab._src.core.lowering.context import LoweringContext
 from pallaslab._src.core.lowering.failures import (
@@ -16,6 +16,7 @@ from pallaslab._src.core.lowering.failures import (
     strip_status,
 )
 from pallaslab._src.core.lowering.resources import tpu_resources
+from pallaslab._src.core.lowering.tpu_memory import out_of_memory
 from pallaslab._src.records import Kernel
 from pallaslab._src.records.lowered import Lowered, LoweringError, Stage
 from pallaslab._src.records.targets import Target
@@ -25,7 +26,6 @@ def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:
     """The bundles, bundle counts and VMEM; Mosaic's passes, LLO and HLO as stages."""
     chip = target.arch
     check_tiling(kernel)
-    lowerer.payload(kernel, "tpu", chip=chip)  # Pallas' own lowering errors first
 
     def export() -> bytes:
         site = lowerer.site(kernel, chip)
@@ -36,18 +36,23 @@ def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:
         except Exception as error:
             raise LoweringFailedError(explain(error, kernel, "tpu", chip)) from None
 
-    exported = lowerer.share(("tpu-export", kernel.index, chip), export)
+    with lowerer.jax_lock:  # JAX in this process; the compile below runs in a worker
+        lowerer.payload(kernel, "tpu", chip=chip)  # Pallas' own lowering errors first
+        exported = lowerer.share(("tpu-export", kernel.index, chip), export)
     compiled = libtpu.compile_exported(exported, chip)
     default_file = kernel_file(kernel)
     mosaic_stages = [
         _stage(name, text, "mlir", default_file) for name, text in compiled.mosaic_stages
     ]
     if compiled.error:
+        memory = out_of_memory(compiled.error, kernel, chip)
         raise LoweringFailedError(
             LoweringError(
                 f"libtpu could not compile {kernel.name} for TPU {chip}: "
-                f"{first_lines(strip_status(compiled.error))}",
-                location_in_text(compiled.error, kernel) or kernel.source,
+                + (memory or first_lines(strip_status(compiled.error))),
+                (kernel.call_site or kernel.source)
+                if memory
+                else location_in_text(compiled.error, kernel) or kernel.source,
                 detail=compiled.error,
                 kind="compile",
             )
@@ -63,6 +68,7 @@ def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:
         loop_body_bundles=loop or None,
         code_bytes=compiled.code_bytes,
         utilization=libtpu.utilization(per_bundle),
+        allocations=tpu_memory.allocations(compiled.llo),
     )
     llo = compiled.llo
     stages = [

@@ -26,7 +26,8 @@ def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:
     """The kernel's SASS, stages and resources as XLA compiles it for the target's chip."""
     chip = target.arch
     xla_gpu.prepare()  # the worker imports JAX while this process exports
-    program_export = _program_export(lowerer, chip, kernel)
+    with lowerer.jax_lock:  # JAX in this process; the compile below runs in a worker
+        program_export = _program_export(lowerer, chip, kernel)
     program_key = ("xla-gpu-program", chip)
     # A program of just this kernel compiles once: its compile is the kernel's.
     alone = not (
@@ -34,7 +35,8 @@ def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:
         and program_export.kernels == 1
         and len(lowerer.program.sites) == 1
     )
-    kernel_export = _kernel_export(lowerer, kernel, chip) if alone else program_export
+    with lowerer.jax_lock:
+        kernel_export = _kernel_export(lowerer, kernel, chip) if alone else program_export
     assert kernel_export is not None
     if alone:
         exports = {"kernel": kernel_export.pickled}
