@@ -18,7 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pallaslab._src.base import sources
-from pallaslab._src.core.lowering.sourcemap.gpu import llvm_text, ptx_text, sass_text
+from pallaslab._src.core.lowering.sourcemap.gpu import (
+    collapse_inline_asm_locs,
+    llvm_text,
+    ptx_text,
+    sass_text,
+)
 from pallaslab._src.core.lowering.sourcemap.hlo import hlo_text
 from pallaslab._src.core.lowering.sourcemap.locations import UNKNOWN_FILES, SourceMap
 from pallaslab._src.core.lowering.sourcemap.mlir import (
@@ -35,6 +40,7 @@ __all__ = [
     "LocationResolver",
     "SourceMap",
     "clean",
+    "collapse_inline_asm_locs",
     "commented_locations_text",
     "elide_long_strings",
     "hlo_text",
