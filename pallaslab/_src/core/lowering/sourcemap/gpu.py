@@ -12,7 +12,7 @@ _PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"((?:[^"\\]|\\.)*)"')
 _PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
 _PTX_SECTION = re.compile(r"^\s*\.section\s+\.debug_")
 # The first line of PTX whose inline-assembly `.loc`s were put back on their lines.
-COLLAPSED_MARK = "// pallaslab: each inline asm block's .loc names the block's own line"
+COLLAPSED_MARK = "// pallaslab: each inline asm block names its own source line"
 # LLVM brackets inline assembly (Triton's loads and stores, wgmma) with these comments.
 _ASM_BEGIN = "// begin inline asm"
 _ASM_END = "// end inline asm"
@@ -63,7 +63,7 @@ def ptx_text(ptx: str, default_file: str = "") -> tuple[str, SourceMap]:
     `.file` directives may come after the code that names them (LLVM puts them at
     the end).
     """
-    ptx = collapse_inline_asm_locs(ptx)
+    ptx = collapse_inline_asm_locs(ptx).removeprefix(COLLAPSED_MARK + "\n")
     files: dict[int, str] = {
         int(match.group(1)): unescape(match.group(2))
         for match in map(_PTX_FILE.match, ptx.splitlines())
