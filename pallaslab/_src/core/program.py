@@ -43,8 +43,6 @@ class Program:
             what the jaxpr cannot serve (another TPU chip). `flat_fn` replays the
             traced jaxpr on the traced shapes and dtypes, and re-traces so on others.
         pins: Those globals.
-        traced_chip: The TPU generation Pallas' lookups answered for while tracing
-            (off a TPU).
     """
 
     name: str
@@ -60,7 +58,6 @@ class Program:
     fn: Callable[..., Any] | None = None
     retrace_fn: Callable[..., Any] | None = None
     pins: snapshot.Pins | None = None
-    traced_chip: str = ""
 
     def dynamic_leaves(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
         """The traced leaves of a new set of arguments."""

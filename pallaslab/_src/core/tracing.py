@@ -62,8 +62,7 @@ def trace_program(
     abstract = [jax.ShapeDtypeStruct(np.shape(x), _dtype_of(x)) for x in dynamic_leaves]
     # TPU programs ask which TPU they are on while tracing: off a TPU, the chosen one.
     # Kernels are traced as written (no interpreter chosen for them: that is a run's).
-    chip = chips.traced_chip()
-    with chips.tracing_chip(chip), jax_adapter.mesh_interpret(False):
+    with chips.tracing_chip(), jax_adapter.mesh_interpret(False):
         closed, out_shapes = jax.make_jaxpr(live_fn, return_shape=True)(*abstract)
     sites = tuple(jax_adapter.find_kernel_sites(closed))
     flat_fn = (
@@ -98,7 +97,6 @@ def trace_program(
         fn=fn,
         retrace_fn=retrace_fn,
         pins=pins,
-        traced_chip=chip,
     )
 
 
