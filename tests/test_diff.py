@@ -257,8 +257,12 @@ def test_config_names_and_timings_lead_the_summary(two_configs):
 
 def test_the_jaxpr_diff_links_both_sides_to_source(two_configs):
     small, _, found = two_configs
-    jaxpr = found.irs[0]
-    assert jaxpr.title == "kernel jaxpr"
+    assert [ir.title for ir in found.irs] == [
+        "BlockSpecs",
+        "kernel body (jaxpr)",
+        "Triton IR (TTIR)",
+    ]
+    jaxpr = found.irs[1]
     changed = [p for p in jaxpr.pairs if p.op != "equal"]
     assert changed  # blocks of 64 and 128 rows: the loads and the dot change
     file = small.kernels[0].source.file
@@ -271,7 +275,7 @@ def test_the_jaxpr_diff_links_both_sides_to_source(two_configs):
     assert dot.a_sources == dot.b_sources == ((file, dot_line),)
     assert all(bool(p.a_sources) == bool(p.b_sources) for p in changed)
     assert {f for p in changed for f, _ in p.a_sources} == {file}
-    lowered = found.irs[1]
+    lowered = found.irs[2]
     assert lowered.a_target == lowered.b_target == "triton"
     assert lowered.changed and not lowered.a_error
 

@@ -149,12 +149,15 @@ def test_tpu_tiling_broken_block():
     found = hints_of(
         scale((8, 100), (64, 200), params=TPU_PARALLEL), spec((64, 200)), rule="tpu-tiling"
     )
-    assert len(found) == 2  # the input's and the output's BlockSpec
-    hint = found[0]
+    # One hint for the input's and the output's BlockSpec: the same advice for both.
+    (hint,) = found
+    assert hint.subjects == ("x_ref", "o_ref")
     assert hint.severity == "error" and hint.chip == "v5e"
     assert (hint.location.file, hint.location.line) == (THIS_FILE, line_of("scale-in"))
-    assert hint.figure("block") == "(8, 100)" and hint.figure("array") == "(64, 200)"
-    assert "neither a multiple of 128 nor the array's 200" in hint.message
+    assert [loc.line for loc in hint.locations] == [line_of("scale-in"), line_of("scale-in") + 1]
+    assert hint.figure("x_ref: block") == "(8, 100)" and hint.figure("o_ref: array") == "(64, 200)"
+    assert hint.message.count("neither a multiple of 128 nor the array's 200") == 2
+    assert hint.message.count("TPU blocks are laid out in (8, 128) tiles") == 1
     clean = scale((8, 128), (64, 256), params=TPU_PARALLEL)
     assert hints_of(clean, spec((64, 256)), rule="tpu-tiling") == []
 
@@ -165,11 +168,11 @@ def test_tpu_padding_of_a_narrow_but_legal_block():
     found = hints_of(
         scale((8, 100), (64, 100), params=TPU_PARALLEL), spec((64, 100)), rule="tpu-padding"
     )
-    hint = found[0]
-    assert hint.severity == "info"
-    assert hint.figure("block bytes") == 2 * 8 * 100 * 4
-    assert hint.figure("bytes in VMEM tiles") == 2 * 8 * 128 * 4
-    assert hint.figure("padding %") == pytest.approx(round(100 * (1 - 100 / 128), 1))
+    (hint,) = found  # the input's and the output's block, one piece of advice
+    assert hint.severity == "info" and hint.subjects == ("x_ref", "o_ref")
+    assert hint.figure("x_ref: block bytes") == 2 * 8 * 100 * 4
+    assert hint.figure("o_ref: bytes in VMEM tiles") == 2 * 8 * 128 * 4
+    assert hint.figure("x_ref: padding %") == pytest.approx(round(100 * (1 - 100 / 128), 1))
     # bfloat16 packs 16 rows per tile: 8 rows leave half of each tile empty.
     packed = hints_of(
         scale((8, 128), (64, 128), dtype=BF16, params=TPU_PARALLEL),
@@ -177,7 +180,7 @@ def test_tpu_padding_of_a_narrow_but_legal_block():
         rule="tpu-padding",
     )
     assert packed[0].severity == "warning"
-    assert packed[0].figure("bytes in VMEM tiles") == 2 * 16 * 128 * 2
+    assert packed[0].figure("x_ref: bytes in VMEM tiles") == 2 * 16 * 128 * 2
     assert "16 rows x 128 lanes" in packed[0].message
     for dtype, rows in ((F32, 8), (BF16, 16)):
         full = scale((rows, 128), (64, 128), dtype=dtype, params=TPU_PARALLEL)
@@ -190,14 +193,15 @@ def test_tpu_padding_of_a_narrow_but_legal_block():
 def test_gpu_narrow_rows():
     found = hints_of(scale((64, 16), (256, 256), params=TRITON), spec((256, 256)))
     narrow = [h for h in found if h.id == "gpu-narrow-rows"]
-    assert [h.severity for h in narrow] == ["info", "info"]
-    assert narrow[0].figure("contiguous bytes") == 16 * 4
+    assert [h.severity for h in narrow] == ["info"]  # x_ref and o_ref: one hint
+    assert narrow[0].subjects == ("x_ref", "o_ref")
+    assert narrow[0].figure("x_ref: contiguous bytes") == 16 * 4
     assert narrow[0].location.line == line_of("scale-in")
     assert "at least 32 elements" in narrow[0].message
     tiny = hints_of(
         scale((64, 4), (256, 256), params=TRITON), spec((256, 256)), rule="gpu-narrow-rows"
     )
-    assert tiny[0].severity == "warning" and tiny[0].figure("contiguous bytes") == 16
+    assert tiny[0].severity == "warning" and tiny[0].figure("o_ref: contiguous bytes") == 16
     # 32 f32 = 128 bytes: a full line.
     assert (
         hints_of(
@@ -207,7 +211,8 @@ def test_gpu_narrow_rows():
     )
     # One row of a 20-wide array: the advice is more rows, not a wider block.
     rows = hints_of(scale((1, 20), (64, 20), params=TRITON), spec((64, 20)), rule="gpu-narrow-rows")
-    assert rows[0].figure("contiguous bytes") == 80 and "blocks of more rows" in rows[0].message
+    assert rows[0].figure("x_ref: contiguous bytes") == 80
+    assert "blocks of more rows" in rows[0].message
 
 
 # --- Matrix products -----------------------------------------------------------------

@@ -956,6 +956,7 @@ export interface IDiffPane {
   bKernel: string;
   chip: string;
   summary: string;
+  verdict: 'better' | 'worse' | '';
   groups: IDiffGroup[];
   irs: IDiffIr[];
   notes: string[];

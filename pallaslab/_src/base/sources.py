@@ -13,7 +13,7 @@ import functools
 import linecache
 import sys
 import sysconfig
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,14 +141,21 @@ class Extent:
     last: int
 
 
-def function_extent(filename: str, def_line: int) -> Extent | None:
+def function_extent(
+    filename: str, def_line: int, text: Sequence[str] | None = None
+) -> Extent | None:
     """The lines of the function (or lambda) defined at `def_line` in a file.
 
     This reads the file's Python structure only to find where a function ends, so
     the Source view can show it whole; kernels themselves are understood by tracing.
+
+    Args:
+        filename: The file.
+        def_line: The line the function is defined at.
+        text: The file's lines, when they are not to be read now (a snapshot).
     """
     best: Extent | None = None
-    for start, def_at, end in _function_spans(python_text(filename)):
+    for start, def_at, end in _function_spans(python_text(filename, text)):
         if start <= def_line <= def_at and (best is None or end - start < best.last - best.first):
             best = Extent(start, end)
     return best
@@ -170,13 +177,15 @@ def parameter_names(filename: str, def_line: int) -> tuple[str, ...]:
     return ()
 
 
-def python_text(filename: str) -> str:
+def python_text(filename: str, text: Sequence[str] | None = None) -> str:
     """The file's text with IPython's magic and shell lines (`%%kernel`, `!pip`) blanked.
 
-    Line numbers stay those of the cell, and the rest parses as Python.
+    Line numbers stay those of the cell, and the rest parses as Python. `text`: the
+    file's lines, when they are not to be read now (a snapshot).
     """
     return "\n".join(
-        "" if line.lstrip().startswith(("%", "!")) else line for line in lines(filename)
+        "" if line.lstrip().startswith(("%", "!")) else line
+        for line in (lines(filename) if text is None else text)
     )
 
 

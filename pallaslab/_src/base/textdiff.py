@@ -105,12 +105,71 @@ def align(
 
     Indices are 0-based and end-exclusive, over the original line lists. With
     `autojunk`, lines that make up over 1% of a long text are not used to anchor
-    matches (difflib's heuristic: fast on huge texts, rougher alignment).
+    matches (difflib's heuristic: fast on huge texts, rougher alignment). A jaxpr
+    is aligned equation by equation first (an equation with its parameters and
+    nested jaxprs is one unit, so a line of one `scan`'s body never pairs with a
+    line of another's), then line by line inside the equations that differ.
     """
-    matcher = difflib.SequenceMatcher(
-        None, normalized_lines(a, language), normalized_lines(b, language), autojunk=autojunk
-    )
-    return [(op, i1, i2, j1, j2) for op, i1, i2, j1, j2 in matcher.get_opcodes()]
+    norm_a, norm_b = normalized_lines(a, language), normalized_lines(b, language)
+    if language not in JAXPR_LANGUAGES:
+        return _opcodes(norm_a, norm_b, 0, 0, autojunk)
+    units_a, units_b = equation_units(a), equation_units(b)
+    keys_a = ["\n".join(norm_a[i:j]) for i, j in units_a]
+    keys_b = ["\n".join(norm_b[i:j]) for i, j in units_b]
+    matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=autojunk)
+    found: list[tuple[Op, int, int, int, int]] = []
+    for op, u1, u2, v1, v2 in matcher.get_opcodes():
+        i1 = units_a[u1][0] if u1 < len(units_a) else len(a)
+        i2 = units_a[u2 - 1][1] if u2 > u1 else i1
+        j1 = units_b[v1][0] if v1 < len(units_b) else len(b)
+        j2 = units_b[v2 - 1][1] if v2 > v1 else j1
+        if op == "replace":  # the lines of the equations that differ, aligned
+            found += _opcodes(norm_a[i1:i2], norm_b[j1:j2], i1, j1, autojunk)
+        else:
+            found.append((op, i1, i2, j1, j2))
+    return found
+
+
+def _opcodes(
+    a: Sequence[str], b: Sequence[str], a_offset: int, b_offset: int, autojunk: bool
+) -> list[tuple[Op, int, int, int, int]]:
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=autojunk)
+    return [
+        (op, i1 + a_offset, i2 + a_offset, j1 + b_offset, j2 + b_offset)
+        for op, i1, i2, j1, j2 in matcher.get_opcodes()
+    ]
+
+
+def equation_units(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) line spans of a jaxpr's equations, each with its continuation lines.
+
+    The equations follow the line that ends in `let`, all at one depth; an
+    equation's parameters and nested jaxprs are indented deeper, and its closing
+    bracket (`] a b`) starts at the same depth with a bracket. Every other line
+    (the header, the `in (...)` line) is a unit of its own.
+    """
+    units: list[tuple[int, int]] = []
+    depth_of_equations: int | None = None
+    for k, line in enumerate(lines):
+        stripped = line.lstrip()
+        depth = len(line) - len(stripped)
+        if (
+            units
+            and depth_of_equations is not None
+            and stripped
+            and (
+                depth > depth_of_equations or (depth == depth_of_equations and stripped[0] in ")]}")
+            )
+        ):
+            units[-1] = (units[-1][0], k + 1)
+            continue
+        units.append((k, k + 1))
+        if depth_of_equations is None and line.rstrip().endswith("let") and k + 1 < len(lines):
+            following = lines[k + 1]
+            depth_of_equations = len(following) - len(following.lstrip())
+        elif depth_of_equations is not None and depth < depth_of_equations:
+            depth_of_equations = None  # the `in (...)` line: the equations are over
+    return units
 
 
 def constants(text: str) -> dict[str, object]:

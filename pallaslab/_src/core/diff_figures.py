@@ -18,8 +18,9 @@ from typing import Any
 from pallaslab._src.base import sources, textdiff
 from pallaslab._src.core.inspection import Inspection
 from pallaslab._src.geometry.merit import Chip, KernelMerit, on_chip
-from pallaslab._src.records import Kernel, RunResult, hardware, short_dtype
+from pallaslab._src.records import Kernel, Operand, RunResult, hardware, short_dtype
 from pallaslab._src.records.diffs import Delta, Value
+from pallaslab._src.records.indexmap import renamed, same_structure
 from pallaslab._src.records.lowered import GpuResources, Lowered, TpuResources
 from pallaslab._src.records.targets import DEFAULT_GPU_ARCH, GPU_ARCHS, parse_target
 
@@ -31,8 +32,8 @@ _CPU_NOTE = "CPU emulation: not representative of GPU/TPU speed"
 
 
 def config_deltas(
-    a: Kernel,
-    b: Kernel,
+    a: tuple[Inspection, Kernel],
+    b: tuple[Inspection, Kernel],
     configs: tuple[Mapping[str, Any], Mapping[str, Any]] | None,
     timings: tuple[Any, Any] | None,
 ) -> list[Delta]:
@@ -53,22 +54,22 @@ def config_deltas(
     ]
 
 
-def changed_cell_constants(a: Kernel, b: Kernel) -> list[tuple[str, object, object]]:
+def changed_cell_constants(
+    a: tuple[Inspection, Kernel], b: tuple[Inspection, Kernel]
+) -> list[tuple[str, object, object]]:
     """The `NAME = value` lines that differ between the files two kernels come from.
 
     Two versions of a notebook cell are two files: their top-level constants that
     changed (BLOCK_K = 32 -> 64) are the knobs the user turned. Kernels from one
-    file give nothing here.
+    file give nothing here. Each file is read as its inspection traced it.
     """
-    if a.source is None or b.source is None or a.source.file == b.source.file:
+    (inspection_a, ka), (inspection_b, kb) = a, b
+    if ka.source is None or kb.source is None or ka.source.file == kb.source.file:
         return []
-    texts = [_python_text(k.source.file) for k in (a, b) if k.source is not None]
-    return textdiff.changed_constants(texts[0], texts[1])
-
-
-def _python_text(file: str) -> str:
-    # A cell's magic lines (%%kernel ...) are not Python: blank them, keep numbering.
-    return "\n".join("" if line.lstrip().startswith("%") else line for line in sources.lines(file))
+    return textdiff.changed_constants(
+        sources.python_text(ka.source.file, inspection_a.source_lines(ka.source.file)),
+        sources.python_text(kb.source.file, inspection_b.source_lines(kb.source.file)),
+    )
 
 
 def kernel_deltas(a: Kernel, b: Kernel, target_a: str, target_b: str) -> list[Delta]:
@@ -86,6 +87,7 @@ def kernel_deltas(a: Kernel, b: Kernel, target_a: str, target_b: str) -> list[De
             deltas.append(
                 Delta("kernel", f"block {label}", _shape(oa.block_shape), _shape(ob.block_shape))
             )
+            deltas.append(Delta("kernel", f"index map {label}", *index_map_texts(oa, ob)))
         deltas.append(Delta("kernel", f"memory {label}", oa.memory_space, ob.memory_space))
     params_a, params_b = dict(a.compiler_params), dict(b.compiler_params)
     deltas.extend(
@@ -95,6 +97,21 @@ def kernel_deltas(a: Kernel, b: Kernel, target_a: str, target_b: str) -> list[De
     semantics = [", ".join(k.dimension_semantics or ()) or None for k in (a, b)]
     deltas.append(Delta("kernel", "dimension semantics", semantics[0], semantics[1]))
     return deltas
+
+
+def index_map_texts(a: Operand, b: Operand) -> tuple[str | None, str | None]:
+    """Two operands' index maps as text, equal when they compute the same blocks.
+
+    Compared as expressions (`lambda i, j: (i, 0)` is `lambda m, n: (m, 0)`); when
+    they differ, a's is written with b's parameter names, so the change reads as
+    the one expression that changed: `(0, i)` → `(0, j)`.
+    """
+    ma, mb = a.index_map, b.index_map
+    if ma is None or mb is None:
+        return (None if ma is None else ma.text), (None if mb is None else mb.text)
+    if same_structure(ma, mb):
+        return mb.text, mb.text
+    return renamed(ma, mb.arg_names), mb.text
 
 
 def _shape(dims: Sequence[int | None]) -> str:
@@ -382,7 +399,9 @@ def check_deltas(a: Inspection, b: Inspection) -> list[Delta]:
         return []
     results = (a.result, b.result)
     key = {"better": "lower", "headline": True}
-    check = _paired("check", "check", *results, _verdict, headline=True)
+    check = _paired(
+        "check", "check", *results, _verdict, headline=True, good="matches", bad="differs"
+    )
     return [
         dataclasses.replace(check, a=check.a or "not run", b=check.b or "not run"),
         _paired(

@@ -18,6 +18,7 @@ from pallaslab._src.core.diff_figures import (
     changed_cell_constants,
     check_deltas,
     config_deltas,
+    index_map_texts,
     kernel_deltas,
     resource_deltas,
     resources_of,
@@ -28,7 +29,7 @@ from pallaslab._src.core.diff_fit import fit_cost_deltas
 from pallaslab._src.core.inspection import Inspection
 from pallaslab._src.core.kernel_targets import chip_for, natural_target
 from pallaslab._src.geometry.merit import chip_named
-from pallaslab._src.records import Kernel, SourceMapEntry
+from pallaslab._src.records import Kernel, Operand, SourceMapEntry, short_dtype
 from pallaslab._src.records.diffs import Delta, Diff, IrDiff, LinePair
 from pallaslab._src.records.lowered import Lowered
 from pallaslab._src.records.targets import parse_target
@@ -101,13 +102,14 @@ def diff(
 
     irs: list[IrDiff] = []
     if not same_kernel:
+        irs.append(blockspec_diff(ka, kb))
         irs.append(_jaxpr_diff(ka, kb))
     lowered_a = inspection_a.lower(target_a, ka.index)
     lowered_b = inspection_b.lower(target_b, kb.index)
     irs.append(ir_diff(lowered_a, lowered_b))
 
     deltas: list[Delta] = []
-    deltas += config_deltas(ka, kb, configs, timings)
+    deltas += config_deltas((inspection_a, ka), (inspection_b, kb), configs, timings)
     deltas += kernel_deltas(ka, kb, target_a, target_b)
     found_a = resources_of(
         inspection_a, ka, lowered_a, chip=chip_a, compile_more=resources, notes=notes
@@ -219,9 +221,55 @@ def ir_diff(a: Lowered, b: Lowered) -> IrDiff:
     )
 
 
+def blockspec_diff(a: Kernel, b: Kernel) -> IrDiff:
+    """Each operand's BlockSpec on one line (block, array, index map, memory), aligned.
+
+    Index maps are written as expressions, a's with b's parameter names, so a line
+    changes only where the blocks a program gets change (`(0, i)` → `(0, j)`), and
+    each line links to its index map's source line.
+    """
+    a_lines: list[str] = []
+    b_lines: list[str] = []
+    a_map: list[SourceMapEntry] = []
+    b_map: list[SourceMapEntry] = []
+    for k in range(max(len(a.operands), len(b.operands))):
+        oa = a.operands[k] if k < len(a.operands) else None
+        ob = b.operands[k] if k < len(b.operands) else None
+        texts = index_map_texts(oa, ob) if oa and ob else (None, None)
+        for operand, text, lines, source_map in (
+            (oa, texts[0], a_lines, a_map),
+            (ob, texts[1], b_lines, b_map),
+        ):
+            if operand is None:
+                continue
+            lines.append(_blockspec_line(operand, text))
+            index_map = operand.index_map
+            if index_map is not None and index_map.source_file and not index_map.default:
+                source_map.append((len(lines), index_map.source_file, index_map.source_line))
+    return IrDiff(
+        title="BlockSpecs",
+        a_target="BlockSpecs",
+        b_target="BlockSpecs",
+        language="python",
+        pairs=align_texts("\n".join(a_lines), "\n".join(b_lines), a_map, b_map, "python"),
+    )
+
+
+def _blockspec_line(operand: Operand, index_map: str | None) -> str:
+    block = "whole array" if not operand.block_shape else f"block {_shape(operand.block_shape)}"
+    where = f"index map {index_map}" if index_map else "no index map"
+    array = f"{short_dtype(operand.dtype)}[{','.join(map(str, operand.shape))}]"
+    return f"{operand.label} ({operand.role}): {block} of {array}, {where}, {operand.memory_space}"
+
+
+def _shape(dims: Sequence[int | None]) -> str:
+    inner = ", ".join("None" if d is None else str(d) for d in dims)
+    return f"({inner},)" if len(dims) == 1 else f"({inner})"
+
+
 def _jaxpr_diff(a: Kernel, b: Kernel) -> IrDiff:
     return IrDiff(
-        title="kernel jaxpr",
+        title="kernel body (jaxpr)",
         a_target="jaxpr",
         b_target="jaxpr",
         language="jaxpr",

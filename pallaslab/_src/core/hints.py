@@ -10,11 +10,12 @@ VMEM layout and (8, 128) checks, and a GPU compile's resources when one is at ha
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from pallaslab._src.core import jax_adapter, lowering, mosaic_gpu, tiling
-from pallaslab._src.core.kernel_targets import chip_for, natural_target, triton_style
+from pallaslab._src.core import chips, jax_adapter, lowering, mosaic_gpu, tiling
+from pallaslab._src.core.kernel_targets import DEFAULT_GPU, chip_for, kernel_family, triton_style
 from pallaslab._src.core.lowering import tpu_memory, tpu_rules
 from pallaslab._src.core.program import Traced, program_of
 from pallaslab._src.geometry.hints import HintInputs, kernel_hints
@@ -23,8 +24,9 @@ from pallaslab._src.geometry.mosaic_gpu import smem_budget
 from pallaslab._src.geometry.tilemap import TileMap
 from pallaslab._src.records import Kernel, SourceLocation, hardware
 from pallaslab._src.records.fit import own_vmem_limit, scoped_vmem
-from pallaslab._src.records.hints import SEVERITIES, DotInfo, Hint, MaskUse
+from pallaslab._src.records.hints import SEVERITIES, DotInfo, Hint, MaskUse, Severity
 from pallaslab._src.records.lowered import GpuResources, TpuResources
+from pallaslab._src.records.targets import parse_target
 
 #: Programs whose accesses are sampled for masked lanes: the first, middle, last.
 SAMPLED_PROGRAMS = 3
@@ -40,7 +42,7 @@ def hints(
     target: str | None = None,
     masks: bool = True,
 ) -> list[Hint]:
-    """Performance hints for an inspection's kernels, most severe first.
+    """Performance hints for an inspection's kernels: a failed check first, then by severity.
 
     The work behind `pallaslab.hints` and `Inspection.hints`, whose docstrings say
     what `chip`, `kernel`, `target` and `masks` mean.
@@ -50,8 +52,18 @@ def hints(
     found: list[Hint] = []
     for record in kernels:
         found += kernel_hints_of(inspection, record, chosen, target=target, masks=masks)
+    return ranked(found)
+
+
+def ranked(found: Sequence[Hint]) -> list[Hint]:
+    """Hints in the order to act on them, each once.
+
+    A failed check first (nothing else matters while the output is wrong), then by
+    severity, then by kernel.
+    """
     rank = {s: k for k, s in enumerate(SEVERITIES)}
-    return sorted(found, key=lambda h: (rank[h.severity], h.kernel_index))
+    unique = list({(h.id, h.message, h.kernel_index): h for h in found}.values())
+    return sorted(unique, key=lambda h: (h.id != CHECK_FAILED, rank[h.severity], h.kernel_index))
 
 
 def kernel_hints_of(
@@ -62,26 +74,121 @@ def kernel_hints_of(
     target: str | None = None,
     masks: bool = True,
 ) -> list[Hint]:
-    """The hints of one kernel of an inspection, for `chip` (default: its backend's)."""
-    if chip is None:
-        chip = chip_for(kernel, natural_target(kernel, inspection.backend), inspection.backend)
+    """The hints of one kernel of an inspection, a failed check first.
+
+    For `chip` when given; else for the chip of `target`, else of the last target
+    the kernel was lowered for (`--target ptx:sm_90`, `lower("tpu-compile:v6e")`);
+    else for the chips the kernel is written for (`kernel_family`: its params or
+    mesh), else the backend at hand's; a kernel that says nothing, inspected on a
+    CPU, gets both an H100's hints and a TPU's, each saying which chip it is for.
+    """
+    chips, committed = advised_chips(inspection, kernel, chip, target)
     tiles, merit = _tiles(inspection, kernel)
-    inputs = HintInputs(
-        kernel=kernel,
-        chip=chip,
-        merit=merit,
-        tiles=tiles,
-        dots=_dots(inspection, kernel),
-        gpu=_gpu_resources(inspection, kernel, chip, target),
-        vmem_blocks=_vmem_blocks(kernel, chip),
-        tiling_problems=_tiling_problems(kernel, chip),
-        masks=_masks(inspection, kernel, tiles) if masks else (),
-        blocks_in_global=triton_style(kernel),
-        **_mosaic(inspection, kernel),
-        scoped_vmem=_scoped_vmem(inspection, kernel, chip),
-        vmem_limit=own_vmem_limit(kernel),
-    )
-    return kernel_hints(inputs)
+    found: list[Hint] = []
+    for advised in chips:
+        inputs = HintInputs(
+            kernel=kernel,
+            chip=advised,
+            merit=merit,
+            tiles=tiles,
+            dots=_dots(inspection, kernel),
+            gpu=_gpu_resources(inspection, kernel, advised, target),
+            vmem_blocks=_vmem_blocks(kernel, advised),
+            tiling_problems=_tiling_problems(kernel, advised),
+            masks=_masks(inspection, kernel, tiles) if masks else (),
+            blocks_in_global=triton_style(kernel),
+            **_mosaic(inspection, kernel),
+            scoped_vmem=_scoped_vmem(inspection, kernel, advised),
+            vmem_limit=own_vmem_limit(kernel),
+        )
+        advice = kernel_hints(inputs)
+        found += advice if committed else [_for_chip(h, advised) for h in advice]
+    return ranked([*_failed_check(inspection, kernel), *found])
+
+
+def advised_chips(
+    inspection: Traced, kernel: Kernel, chip: Chip | None, target: str | None
+) -> tuple[list[Chip], bool]:
+    """The chips to advise a kernel for, and whether the kernel is bound to them.
+
+    Bound: a chip or target was named (or lowered for), or the kernel's style or the
+    backend at hand decides. Not bound: a kernel without params inspected on a CPU,
+    advised for both families.
+    """
+    backend = inspection.backend
+    if chip is not None:
+        return [chip], True
+    if target is not None:
+        return [chip_for(kernel, target, backend)], True
+    chosen = _last_target(inspection, kernel)
+    if chosen:
+        return [chip_for(kernel, chosen, backend)], True
+    family = kernel_family(kernel)
+    if not family and backend in ("gpu", "cuda", "rocm", "tpu"):
+        family = "tpu" if backend == "tpu" else "gpu"
+    tpu = hardware.tpu(chips.traced_chip())
+    if family == "gpu":
+        return [hardware.gpu(DEFAULT_GPU)], True
+    if family == "tpu":
+        return [tpu], True
+    return [hardware.gpu(DEFAULT_GPU), tpu], False
+
+
+def _last_target(inspection: Traced, kernel: Kernel) -> str:
+    """The kernel target the kernel was last lowered for ("" if none: whole programs aside)."""
+    for lowered in reversed(lowering.lowerings(inspection)):
+        if lowered.kernel_index == kernel.index and not parse_target(lowered.target).program:
+            return lowered.target
+    return ""
+
+
+def _for_chip(hint: Hint, chip: Chip) -> Hint:
+    """A hint for one of two chip families the kernel may run on: the chip said first.
+
+    What would stop the kernel compiling there is a warning, not an error: the
+    kernel does not say it is for that chip.
+    """
+    severity: Severity = "warning" if hint.severity == "error" else hint.severity
+    return dataclasses.replace(hint, severity=severity, message=f"On {chip.name}: {hint.message}")
+
+
+#: The id of the hint a failed check gives.
+CHECK_FAILED = "check-failed"
+
+
+def _failed_check(inspection: Traced, kernel: Kernel) -> list[Hint]:
+    """The run's check, when it failed, as the first hint of the first kernel."""
+    result = inspection.result
+    comparison = result.comparison if result is not None else None
+    if comparison is None or comparison.ok or kernel.index != inspection.kernels[0].index:
+        return []
+    if comparison.problem:
+        what = comparison.problem
+    else:
+        blocks = sum(len(t.bad_tiles) for t in comparison.tiles)
+        where = f" in {blocks} output block{'s' if blocks != 1 else ''}" if blocks else ""
+        what = (
+            f"{comparison.mismatched} element{'s' if comparison.mismatched != 1 else ''} "
+            f"differ{'s' if comparison.mismatched == 1 else ''}{where} (largest difference "
+            f"{comparison.max_abs_err:.3g})"
+        )
+    return [
+        Hint(
+            id=CHECK_FAILED,
+            severity="error",
+            message=(
+                f"The output does not match the reference: {what}. Make it right first: "
+                "the advice below is for the kernel as it is, wrong results included."
+            ),
+            location=kernel.call_site or kernel.source,
+            kernel=kernel.name,
+            kernel_index=kernel.index,
+            figures=(
+                ("mismatched elements", comparison.mismatched),
+                ("max abs error", round(float(comparison.max_abs_err), 6)),
+            ),
+        )
+    ]
 
 
 def _mosaic(inspection: Traced, kernel: Kernel) -> dict[str, Any]:

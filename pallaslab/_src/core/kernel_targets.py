@@ -38,6 +38,21 @@ def triton_style(kernel: Kernel) -> bool:
     return bool(_GPU_PRIMITIVES.search(kernel.jaxpr))
 
 
+def kernel_family(kernel: Kernel) -> str:
+    """The chips a kernel is written for: "gpu", "tpu", or "" when it does not say.
+
+    Its compiler params or mesh say (Triton and Mosaic GPU params, `plgpu.kernel`, a
+    GPU mesh: "gpu"; `pltpu.CompilerParams`, dimension semantics, a TPU mesh:
+    "tpu"), else GPU-only primitives (masked loads, atomics). A plain `pallas_call`
+    without them runs on either.
+    """
+    if kernel.kind == "plgpu.kernel" or kernel.backend in ("triton", "mosaic_gpu"):
+        return "gpu"
+    if kernel.backend == "mosaic_tpu" or kernel.dimension_semantics:
+        return "tpu"
+    return "gpu" if triton_style(kernel) else ""
+
+
 def natural_target(kernel: Kernel, backend: str = "", chip: Chip | None = None) -> str:
     """The target a kernel is written for: its backend's first IR.
 

@@ -15,7 +15,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.base import sources
+from pallaslab._src.core import jax_adapter, snapshot
 from pallaslab._src.records import ArraySpec, Kernel, RunResult
 
 
@@ -37,6 +38,11 @@ class Program:
             the leaves that are traced.
         rebuild: Takes the traced leaves and returns (args, kwargs) for the callable.
         fn: The callable as given (static arguments not yet bound).
+        retrace_fn: Like `flat_fn`, but always traces `fn` again, with the globals it
+            read pinned as they were when it was traced (`core/snapshot.py`): for
+            what the jaxpr cannot serve (another TPU chip). `flat_fn` replays the
+            traced jaxpr on the traced shapes and dtypes, and re-traces so on others.
+        pins: Those globals.
     """
 
     name: str
@@ -50,6 +56,8 @@ class Program:
     split: Callable[[Sequence[Any], dict[str, Any]], list[Any]] | None = None
     rebuild: Callable[[Sequence[Any]], tuple[tuple[Any, ...], dict[str, Any]]] | None = None
     fn: Callable[..., Any] | None = None
+    retrace_fn: Callable[..., Any] | None = None
+    pins: snapshot.Pins | None = None
 
     def dynamic_leaves(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
         """The traced leaves of a new set of arguments."""
@@ -78,6 +86,9 @@ class Traced:
         backend: The JAX backend at hand when inspected ("cpu", "gpu", "tpu").
         result: The run, when the program was run.
         notices: One-line notices about what could not be done and why.
+        source_texts: (file, lines) of every source file the records point at, as
+            they were when traced: views show these, not what the file (or a cell
+            run since) holds later.
     """
 
     name: str
@@ -89,6 +100,9 @@ class Traced:
     backend: str
     result: RunResult | None = None
     notices: tuple[str, ...] = ()
+    source_texts: tuple[tuple[str, tuple[str, ...]], ...] = dataclasses.field(
+        default=(), compare=False, repr=False
+    )
     _program: Program | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
@@ -116,8 +130,16 @@ class Traced:
             kernels=kernels,
             backend=jax.default_backend(),
             notices=notices,
+            source_texts=source_snapshot(text_files(kernels, source_map)),
             _program=program,
         )
+
+    def source_lines(self, file: str) -> list[str]:
+        """A source file's lines as they were when traced (as they are now, if not kept)."""
+        for name, lines in self.source_texts:
+            if name == file:
+                return list(lines)
+        return sources.lines(file)
 
     def kernel(self, name_or_index: str | int) -> Kernel:
         """The kernel with this name or index.
@@ -134,6 +156,30 @@ class Traced:
     def with_result(self, result: RunResult) -> Self:
         """This inspection with a run attached."""
         return dataclasses.replace(self, result=result)
+
+
+def text_files(
+    kernels: Sequence[Kernel], program_map: Sequence[tuple[int, str, int]] = ()
+) -> list[str]:
+    """The files kernel records point at: bodies, calls, index maps, jaxpr lines."""
+    files: list[str] = [file for _, file, _ in program_map]
+    for kernel in kernels:
+        files += [loc.file for loc in (kernel.source, kernel.call_site) if loc is not None]
+        files += [o.index_map.source_file for o in kernel.operands if o.index_map is not None]
+        files += [file for _, file, _ in kernel.jaxpr_source_map]
+    return [f for f in dict.fromkeys(files) if f]
+
+
+def source_snapshot(files: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(file, lines) of each file that has source and is no one's internals, now."""
+    found = []
+    for file in files:
+        if sources.is_internal_file(file):
+            continue
+        lines = sources.lines(file)
+        if lines:
+            found.append((file, tuple(lines)))
+    return tuple(found)
 
 
 def _with_origins(kernel: Kernel, site: jax_adapter.KernelSite, program: Program) -> Kernel:

@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import jax_adapter, snapshot
 from pallaslab._src.core.comparison import compare_located
 from pallaslab._src.core.program import Traced, program_of, require_call
 from pallaslab._src.records import Comparison
@@ -39,6 +39,8 @@ def example_call(traced: Traced) -> tuple[Callable[..., Any], tuple[Any, ...], d
     if program.fn is None:  # built by hand: the callable over the traced leaves
         return program.flat_fn, tuple(program.example_args), {}
     args, kwargs = program.rebuild(list(program.example_args))
+    if program.pins is not None:  # traced again, as inspected: its globals pinned
+        return snapshot.pinned_function(program.fn, program.pins), args, kwargs
     return program.fn, args, kwargs
 
 

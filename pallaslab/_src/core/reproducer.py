@@ -24,6 +24,7 @@ operands, lowering, comparing) is `reproducer_runner`'s.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 from collections.abc import Sequence
@@ -127,14 +128,16 @@ def write_reproducer(
     # Some kernels ask which TPU they are on while being traced (`emit_pipeline`); off
     # a TPU they are traced for pallaslab's chosen chip, and the script answers the same.
     asks_for_a_tpu = False
+    # The pallas_call is rebuilt from the function as inspected: its globals pinned.
+    retrace = program.retrace_fn or program.flat_fn
     try:
-        sites, constructions = capture.trace_constructions(program.flat_fn, leaves)
+        sites, constructions = capture.trace_constructions(retrace, leaves)
     except Exception as error:
         if not jax_adapter.asks_for_a_tpu(error):
             raise
         asks_for_a_tpu = True
         with chips.tracing_chip():
-            sites, constructions = capture.trace_constructions(program.flat_fn, leaves)
+            sites, constructions = capture.trace_constructions(retrace, leaves)
     if len(sites) != len(program.sites):
         raise ValueError(f"{program.name} traced differently a second time; not written")
     retraced = sites[record.index]
@@ -173,14 +176,16 @@ def write_reproducer(
         inspection=inspection,
         tpu_answer=TPU_DEVICE_KINDS[chips.traced_chip()] if asks_for_a_tpu else None,
     )
-    text = writer.render(
-        script_name=script_path.name,
-        specs=specs,
-        outputs=[_expected_entry(o) for o in expected],
-        expected_error=expected_error,
-        npz=npz_path,
-        notes=notes,
-    )
+    # The script names the values the kernel's globals had when it was inspected.
+    with program.pins.applied() if program.pins else contextlib.nullcontext():
+        text = writer.render(
+            script_name=script_path.name,
+            specs=specs,
+            outputs=[_expected_entry(o) for o in expected],
+            expected_error=expected_error,
+            npz=npz_path,
+            notes=notes,
+        )
     script_path.parent.mkdir(parents=True, exist_ok=True)
     script_path.write_text(text, encoding="utf-8")
     if npz_path is not None:

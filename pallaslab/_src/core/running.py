@@ -137,6 +137,10 @@ def kernel_scope(interpret: bool = False) -> Iterator[None]:
     emulator.install()
     backend = jax.default_backend()
     request = emulator.INTERPRET if interpret else emulator.EMULATE if backend == "cpu" else None
+    if interpret and backend != "cpu":
+        # A program replayed from its jaxpr binds its kernels as traced (JAX's switch
+        # is read when a pallas_call is made): pallaslab's rule interprets them.
+        jax_adapter.install_platform_rule(backend)
     with (
         chips.tracing_chip(),
         jax_adapter.auto_interpret(),

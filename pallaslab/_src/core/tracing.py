@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core import chips, jax_adapter
+from pallaslab._src.core import chips, jax_adapter, snapshot
 from pallaslab._src.core.program import Program
 from pallaslab._src.records import ArraySpec
 
@@ -51,18 +51,29 @@ def trace_program(
             )
         return [leaf for leaf, d in zip(new_leaves, dynamic, strict=True) if d]
 
-    def flat_fn(*traced: Any) -> Any:
+    def live_fn(*traced: Any) -> Any:
         call_args, call_kwargs = rebuild(traced)
         return fn(*call_args, **call_kwargs)
 
     name = callable_name(fn)
-    functools.update_wrapper(flat_fn, fn, assigned=("__name__", "__qualname__"), updated=())
+    # The globals the function reads, as they are now: what a later re-trace sees.
+    pins = snapshot.pin((fn, static_leaves))
+    retrace_fn = _retrace_function(live_fn, pins)
     abstract = [jax.ShapeDtypeStruct(np.shape(x), _dtype_of(x)) for x in dynamic_leaves]
     # TPU programs ask which TPU they are on while tracing: off a TPU, the chosen one.
     # Kernels are traced as written (no interpreter chosen for them: that is a run's).
     with chips.tracing_chip(), jax_adapter.mesh_interpret(False):
-        closed, out_shapes = jax.make_jaxpr(flat_fn, return_shape=True)(*abstract)
+        closed, out_shapes = jax.make_jaxpr(live_fn, return_shape=True)(*abstract)
     sites = tuple(jax_adapter.find_kernel_sites(closed))
+    flat_fn = (
+        # A mesh kernel's interpreter is chosen when it is bound, by the code that binds
+        # it: such programs are traced again (their globals pinned) rather than replayed.
+        retrace_fn
+        if any(site.primitive in jax_adapter.MESH_KERNELS for site in sites)
+        else _snapshot_function(closed, out_shapes, retrace_fn)
+    )
+    for made in (flat_fn, retrace_fn):
+        functools.update_wrapper(made, fn, assigned=("__name__", "__qualname__"), updated=())
     arg_paths = _named_by_kernels(
         _argument_paths(fn, args, kwargs, dynamic, arg_names), closed, sites
     )
@@ -84,7 +95,45 @@ def trace_program(
         split=split,
         rebuild=rebuild,
         fn=fn,
+        retrace_fn=retrace_fn,
+        pins=pins,
     )
+
+
+def _retrace_function(live_fn: Callable[..., Any], pins: snapshot.Pins) -> Callable[..., Any]:
+    """`live_fn` traced again as it was: its globals pinned, kept apart in JAX's caches.
+
+    For what the jaxpr cannot serve: other shapes or dtypes, another TPU chip.
+    """
+
+    def retrace(*traced: Any) -> Any:
+        jax_adapter.forget_kernel_traces()  # kernels reused on another grid trace afresh
+        with pins.applied():
+            return live_fn(*traced)
+
+    setattr(retrace, snapshot.PINS_ATTRIBUTE, pins)
+    return retrace
+
+
+def _snapshot_function(
+    closed: Any, out_shapes: Any, retrace_fn: Callable[..., Any]
+) -> Callable[..., Any]:
+    """The traced program as a function of its leaves: the inspection's snapshot.
+
+    On the traced shapes and dtypes it replays the jaxpr (the very program traced,
+    whatever the user's globals hold by now); on others it re-traces with the
+    globals pinned.
+    """
+    replay = jax_adapter.replay_function(closed, jax.tree_util.tree_structure(out_shapes))
+    avals = jax_adapter.traced_avals(closed)
+
+    def snapshot_fn(*traced: Any) -> Any:
+        if jax_adapter.same_avals(avals, traced):
+            return replay(*traced)
+        return retrace_fn(*traced)
+
+    setattr(snapshot_fn, snapshot.PINS_ATTRIBUTE, getattr(retrace_fn, snapshot.PINS_ATTRIBUTE))
+    return snapshot_fn
 
 
 def _is_array_like(leaf: Any) -> bool:

@@ -23,8 +23,22 @@ Value = float | int | str | bool | None
 Better = Literal["lower", "higher", ""]
 #: Printed before decreases: the minus sign, not a hyphen.
 MINUS = "\u2212"
-# Groups of figures, in the order they are listed: what was changed comes first.
+# Groups of figures, in the order they are listed: what was changed comes first
+# (the Diff tab puts a check that changed before them).
 GROUPS = ("config", "kernel", "resources", "tiles", "check", "timing")
+#: Characters of one value in the summary line at most (a changed constant may be MiBs).
+SUMMARY_VALUE_CHARS = 60
+#: Changes the summary names before "and N more".
+SUMMARY_CAUSES = 4
+#: Characters of one value in `Diff.text()` at most.
+TEXT_VALUE_CHARS = 200
+
+
+def clip(text: str, limit: int) -> str:
+    """`text`, cut to `limit` characters with how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +152,10 @@ class Delta:
         note: A caveat ("CPU emulation: not representative of GPU/TPU speed").
         headline: Whether a change of this figure belongs in the one-line summary
             (registers, occupancy, HBM traffic, time ...; not each operand's share).
+        good: For a figure that is right or wrong rather than more or less, the
+            right value (a check's "matches").
+        bad: The wrong value ("differs"): from `bad` to `good` is a fix, from
+            `good` to `bad` a regression (a side not checked is neither).
     """
 
     group: str
@@ -148,6 +166,8 @@ class Delta:
     better: Better = ""
     note: str = ""
     headline: bool = False
+    good: Value = None
+    bad: Value = None
 
     @property
     def changed(self) -> bool:
@@ -176,9 +196,21 @@ class Delta:
             return _percent(ratio - 1.0)
         return f"{format_value(self.a, self.unit)} → {format_value(self.b, self.unit)}"
 
-    def text(self) -> str:
-        """`registers per thread 80→128`."""
-        return f"{self.name} {format_value(self.a, self.unit)}→{format_value(self.b, self.unit)}"
+    @property
+    def outcome(self) -> Literal["fix", "regression", ""]:
+        """For a right-or-wrong figure: "fix" (b is right, a was not), "regression", or ""."""
+        if self.good is None or self.bad is None:
+            return ""
+        if (self.a, self.b) == (self.bad, self.good):
+            return "fix"
+        if (self.a, self.b) == (self.good, self.bad):
+            return "regression"
+        return ""
+
+    def text(self, limit: int = SUMMARY_VALUE_CHARS) -> str:
+        """`registers per thread 80→128` (values past `limit` characters cut)."""
+        a, b = (clip(format_value(v, self.unit), limit) for v in (self.a, self.b))
+        return f"{self.name} {a}→{b}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,8 +239,20 @@ class Diff:
 
     @property
     def changes(self) -> tuple[Delta, ...]:
-        """The figures that differ."""
-        return tuple(d for d in self.deltas if d.changed)
+        """The figures that differ; a fix or a regression first."""
+        changed = [d for d in self.deltas if d.changed]
+        return tuple(sorted(changed, key=lambda d: not d.outcome))
+
+    @property
+    def verdict(self) -> Literal["fix", "regression", ""]:
+        """Whether b fixes a, breaks it, or neither.
+
+        "fix": b's check matches where a's differed; "regression": the other way; "".
+        """
+        found = {d.outcome for d in self.deltas} - {""}
+        if "regression" in found:
+            return "regression"
+        return "fix" if "fix" in found else ""
 
     def delta(self, name: str) -> Delta:
         """The figure called `name`.
@@ -225,14 +269,25 @@ class Diff:
     def summary(self) -> str:
         """Each difference in one line: what changed, then what it did.
 
+        Correctness leads: a fix ("fixed: check differs → matches") or a regression
+        ("regression: check matches → differs") comes first, then what the user
+        changed (the config, else the kernel: blocks, index maps, grid ...), then
+        what it did.
+
         Example: "BLOCK_K 32→64: registers 80→128, occupancy on H100 25%→12%, HBM
         traffic -38%, 1.3x faster" (with a minus sign, U+2212).
         """
         changes = self.changes
+        outcomes = [d for d in changes if d.outcome]
+        lead = ", ".join(
+            f"{'fixed' if d.outcome == 'fix' else 'regression'}: {d.text()}" for d in outcomes
+        )
         causes = [d for d in changes if d.group == "config"] or [
             d for d in changes if d.group == "kernel"
         ]
-        head = ", ".join(d.text() for d in causes)
+        head = ", ".join(d.text() for d in causes[:SUMMARY_CAUSES])
+        if len(causes) > SUMMARY_CAUSES:
+            head += f" and {len(causes) - SUMMARY_CAUSES} more"
         if not head:
             changed_irs = [ir for ir in self.irs if ir.changed]
             head = (
@@ -241,9 +296,13 @@ class Diff:
                 else ""
             )
         effects = [
-            _effect(d) for d in changes if d.headline and d.group not in ("config", "kernel")
+            _effect(d)
+            for d in changes
+            if d.headline and d.group not in ("config", "kernel") and not d.outcome
         ]
         effects = [e for e in effects if e]
+        if lead:
+            return "; ".join(p for p in (lead, head, ", ".join(effects)) if p)
         if not head and not effects:
             return "no difference: same blocks, grid, params, IR and figures"
         if not effects:
@@ -257,7 +316,7 @@ class Diff:
         if changed:
             width = max(len(d.name) for d in changed)
             for d in changed:
-                a, b = format_value(d.a, d.unit), format_value(d.b, d.unit)
+                a, b = (clip(format_value(v, d.unit), TEXT_VALUE_CHARS) for v in (d.a, d.b))
                 note = f"  ({d.note})" if d.note else ""
                 change = d.change if d.ratio is not None or d.unit == "%" else ""
                 lines.append(f"  {d.name:<{width}}  {a} → {b}  {change}{note}".rstrip())
@@ -393,11 +452,12 @@ def _hunks_text(ir: IrDiff, context: int, max_rows: int) -> list[str]:
 
 
 def _pair_text(pair: LinePair) -> list[str]:
+    a, b = (clip(t.strip(), TEXT_VALUE_CHARS * 5) for t in (pair.a_text, pair.b_text))
     if pair.op == "equal":
-        return [f"    {pair.b_text.strip()}"]
+        return [f"    {b}"]
     rows = []
     if pair.op in ("delete", "replace"):
-        rows.append(f"  - {pair.a_text.strip()}")
+        rows.append(f"  - {a}")
     if pair.op in ("insert", "replace"):
-        rows.append(f"  + {pair.b_text.strip()}")
+        rows.append(f"  + {b}")
     return rows

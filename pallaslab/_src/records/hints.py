@@ -35,6 +35,9 @@ class Hint:
         chip: The chip the advice assumes ("H100", "v5e").
         kernel: The kernel's name.
         kernel_index: The kernel's index in the inspection.
+        subjects: What the advice is about, when it is several of a kind: every
+            operand one hint names ("a_ref", "b_ref"), rather than a hint each.
+        locations: Every source line it is about (`location` is the first).
     """
 
     id: str
@@ -45,6 +48,8 @@ class Hint:
     chip: str = ""
     kernel: str = ""
     kernel_index: int = 0
+    subjects: tuple[str, ...] = ()
+    locations: tuple[SourceLocation, ...] = ()
 
     def figure(self, name: str) -> FigureValue:
         """The figure called `name`.

@@ -279,6 +279,40 @@ class IndexMap:
         )
 
 
+def same_structure(a: IndexMap, b: IndexMap) -> bool:
+    """Whether two index maps compute the same block indices, whatever their names.
+
+    Compared as expressions: `lambda i, j: (i, 0)` and `lambda m, n: (m, 0)` are the
+    same map; `(0, i)` and `(0, j)` are not. Maps pallaslab cannot evaluate are
+    compared by their (JAX) text.
+    """
+    if a.num_grid_args != b.num_grid_args or len(a.arg_names) != len(b.arg_names):
+        return False
+    if a.outputs is None or b.outputs is None:
+        return a.outputs is None and b.outputs is None and a.text == b.text
+    return [_anonymous(e) for e in a.outputs] == [_anonymous(e) for e in b.outputs] and [
+        None if e is None else _anonymous(e) for e in a.sizes
+    ] == [None if e is None else _anonymous(e) for e in b.sizes]
+
+
+def renamed(index_map: IndexMap, arg_names: Sequence[str]) -> str:
+    """The index map as Python with other parameter names (another version's, to compare)."""
+    if index_map.outputs is None or len(arg_names) != len(index_map.arg_names):
+        return index_map.text
+    outputs = [_named(e, arg_names) for e in index_map.outputs]
+    sizes = [None if e is None else _named(e, arg_names) for e in index_map.sizes]
+    return render_lambda(arg_names, outputs, sizes)
+
+
+def _anonymous(expr: Expr) -> Expr:
+    return dataclasses.replace(expr, name="", args=tuple(_anonymous(a) for a in expr.args))
+
+
+def _named(expr: Expr, names: Sequence[str]) -> Expr:
+    name = names[expr.value] if expr.op in ("arg", "load") else expr.name
+    return dataclasses.replace(expr, name=name, args=tuple(_named(a, names) for a in expr.args))
+
+
 def _args_read(expr: Expr) -> set[int]:
     found = {expr.value} if expr.op == "arg" else set()
     for sub in expr.args:

@@ -1148,6 +1148,9 @@ class DiffPane(TypedDict):
     bKernel: str
     chip: str
     summary: str
+    #: "better" when b fixes a (its check went from differs to matches), "worse" for
+    #: a regression, "": the summary's colour.
+    verdict: Literal["better", "worse", ""]
     groups: list[DiffGroup]
     irs: list[DiffIr]
     notes: list[str]

@@ -41,24 +41,33 @@ GROUP_TITLES = {
 _CHANGES_ONLY = frozenset({"config", "kernel"})
 
 
+#: Where a figure's colour gives way to correctness (see `verdict`).
+FIX_NOTE = "b is right where a was wrong: judged against that, not on its own"
+REGRESSION_NOTE = "b is wrong where a was right"
+
+
 def diff_pane(diff: Diff) -> DiffPane:
     """The Diff tab's model of a diff."""
+    outcome = diff.verdict
     return {
         "aName": diff.a_name,
         "bName": diff.b_name,
         "aKernel": diff.a_kernel,
         "bKernel": diff.b_kernel,
         "chip": diff.chip,
-        "summary": diff.summary,
-        "groups": _groups(diff.deltas),
+        "summary": _cut(diff.summary),
+        "verdict": {"fix": "better", "regression": "worse"}.get(outcome, ""),  # type: ignore[typeddict-item]
+        "groups": _groups(diff.deltas, outcome),
         "irs": [_ir(ir) for ir in diff.irs],
-        "notes": list(diff.notes),
+        "notes": [_cut(n) for n in diff.notes],
     }
 
 
-def _groups(deltas: tuple[Delta, ...]) -> list[DiffGroup]:
+def _groups(deltas: tuple[Delta, ...], outcome: str = "") -> list[DiffGroup]:
     groups: list[DiffGroup] = []
-    for group in GROUPS:
+    # Correctness leads: a check that went from matching to not (or back) comes first.
+    order = ("check", *(g for g in GROUPS if g != "check")) if outcome else GROUPS
+    for group in order:
         # A figure neither side has (bundles without a TPU compile) says nothing.
         found = [d for d in deltas if d.group == group and (d.a, d.b) != (None, None)]
         shown = [d for d in found if d.changed or group not in _CHANGES_ONLY]
@@ -68,29 +77,45 @@ def _groups(deltas: tuple[Delta, ...]) -> list[DiffGroup]:
             {
                 "id": group,
                 "title": GROUP_TITLES[group],
-                "figures": [_figure(d) for d in shown],
+                "figures": [_figure(d, outcome) for d in shown],
                 "unchanged": len(found) - len(shown),
             }
         )
     return groups
 
 
-def _figure(delta: Delta) -> DiffFigure:
+def _figure(delta: Delta, outcome: str = "") -> DiffFigure:
+    found = verdict(delta, outcome)
+    note = delta.note
+    if verdict(delta) and not found:  # a colour correctness took away: say why
+        note = FIX_NOTE if outcome == "fix" else REGRESSION_NOTE
     return {
         "name": delta.name,
-        "a": format_value(delta.a, delta.unit),
-        "b": format_value(delta.b, delta.unit),
+        "a": _cut(format_value(delta.a, delta.unit)),
+        "b": _cut(format_value(delta.b, delta.unit)),
         "change": delta.change if delta.ratio is not None or delta.unit == "%" else "",
         "changed": delta.changed,
-        "verdict": verdict(delta),
-        "note": delta.note,
+        "verdict": found,
+        "note": _cut(note),
     }
 
 
-def verdict(delta: Delta) -> Literal["better", "worse", ""]:
-    """Whether b is "better" or "worse" than a ("" when unchanged or neither way)."""
+def verdict(delta: Delta, outcome: str = "") -> Literal["better", "worse", ""]:
+    """Whether b is "better" or "worse" than a ("" when unchanged or neither way).
+
+    A fix is better and a regression worse, whatever else changed. Against either,
+    a figure's own direction does not colour it: a fix that moves more bytes is
+    not worse (the wrong kernel moved too few), a regression that moves fewer is
+    not better.
+
+    Args:
+        delta: The figure.
+        outcome: The diff's `verdict` ("fix", "regression" or "").
+    """
+    if delta.outcome:
+        return "better" if delta.outcome == "fix" else "worse"
     a, b = delta.a, delta.b
-    if not delta.changed or not delta.better or a is None or b is None:
+    if outcome or not delta.changed or not delta.better or a is None or b is None:
         return ""
     if isinstance(a, str) or isinstance(b, str):
         return ""
@@ -172,7 +197,7 @@ def _sources(found: tuple[tuple[str, int], ...]) -> list[DiffSource]:
             {
                 "label": sources.label(file),
                 "line": line,
-                "text": text[line - 1].strip() if 0 < line <= len(text) else "",
+                "text": _cut(text[line - 1].strip()) if 0 < line <= len(text) else "",
             }
         )
     return shown

@@ -126,7 +126,11 @@ def _source_files(inspection: Inspection) -> list[SourceFile]:
     files = [f for f in dict.fromkeys([*marks, *mapped]) if where.shown_file(f, allowed)]
     shown = []
     for file in files:
-        window = _window(file, [m.line for m in marks.get(file, [])] + sorted(mapped.get(file, ())))
+        window = _window(
+            file,
+            [m.line for m in marks.get(file, [])] + sorted(mapped.get(file, ())),
+            inspection.source_lines(file),
+        )
         if window is None:
             continue
         first, text = window
@@ -148,8 +152,8 @@ def _source_files(inspection: Inspection) -> list[SourceFile]:
     return shown
 
 
-def _window(file: str, interesting: list[int]) -> tuple[int, list[str]] | None:
-    text = sources.lines(file)
+def _window(file: str, interesting: list[int], text: list[str]) -> tuple[int, list[str]] | None:
+    """The lines of `text` (the file as traced) to show around the interesting ones."""
     if not text or not interesting:
         return None
     whole = _WHOLE_CELL_LINES if sources.cell_label(file) else _WHOLE_FILE_LINES
@@ -157,7 +161,7 @@ def _window(file: str, interesting: list[int]) -> tuple[int, list[str]] | None:
         return 1, text
     first, last = min(interesting), max(interesting)
     for line in interesting:
-        extent = sources.function_extent(file, line)
+        extent = sources.function_extent(file, line, text)
         if extent is not None:
             first, last = min(first, extent.first), max(last, extent.last)
     first = max(1, first - 2)

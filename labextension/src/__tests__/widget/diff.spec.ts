@@ -15,6 +15,7 @@ export const DIFF_PANE: IDiffPane = {
   bKernel: 'add_kernel',
   chip: 'v5e',
   summary: 'BLOCK 128\u2192256: HBM traffic \u221238%',
+  verdict: '',
   groups: [
     {
       id: 'config',
@@ -134,6 +135,24 @@ export const DIFF_PANE: IDiffPane = {
 };
 
 describe('the Diff tab', () => {
+  it('colours the summary of a fix green and of a regression red', () => {
+    for (const [verdict, cls] of [
+      ['better', 'pl-diff-summary pl-diff-better'],
+      ['worse', 'pl-diff-summary pl-diff-worse']
+    ] as const) {
+      const root = document.createElement('div');
+      DIFF.render(
+        root,
+        { ...DIFF_PANE, verdict, summary: 'fixed: check differs\u2192matches' },
+        fakeContext(() => ({ error: '' }))
+      );
+      expect(root.firstElementChild?.className).toBe(cls);
+      expect(root.firstElementChild?.textContent).toBe(
+        'fixed: check differs\u2192matches'
+      );
+    }
+  });
+
   it('puts the summary first, then figures, then the IRs side by side', () => {
     const root = document.createElement('div');
     DIFF.render(

@@ -1,7 +1,8 @@
 /**
  * Diff tab: two inspections side by side (`pallaslab.diff`, `%%kernel --diff`).
- * The summary line first; then the figures by group (what changed, resources,
- * figures of merit, check, timing), each change coloured better or worse; then
+ * The summary line first (green for a fix, red for a regression); then the
+ * figures by group (a changed check first; what changed, resources, figures of
+ * merit, check, timing), each change coloured better or worse; then
  * each IR with a's and b's lines in aligned columns, changed lines marked, each
  * line's source lines on both sides (hover one to read it).
  */
@@ -173,7 +174,11 @@ export const DIFF: ITabRenderer<IDiffPane> = {
       }
     });
     append(root, [
-      h('p', { class: 'pl-diff-summary', text: data.summary }),
+      h('p', {
+        class:
+          'pl-diff-summary' + (data.verdict ? ` pl-diff-${data.verdict}` : ''),
+        text: data.summary
+      }),
       h('p', {
         class: 'pl-facts',
         text: `a: ${data.aName} \u00b7 b: ${data.bName} \u00b7 kernel ${kernel} \u00b7 figures for ${data.chip}`

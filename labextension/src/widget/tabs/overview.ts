@@ -28,7 +28,10 @@ export function hintList(hints: IHintsModel): HTMLUListElement {
         },
         h('span', { class: 'pl-hint-severity', text: hint.severity }),
         ` ${where}${hint.message} `,
-        h('span', { class: 'pl-facts', text: `(assumes ${hint.chip})` })
+        // A failed check assumes no chip.
+        hint.chip
+          ? h('span', { class: 'pl-facts', text: `(assumes ${hint.chip})` })
+          : null
       )
     );
   }

@@ -20,6 +20,7 @@ program output), `gpu_timing` (kernel times on GPU).
 `shapes` (private shapes that moved between JAX versions, read one way).
 `fingerprint` (a traced program as a hashable key, for the compile cache).
 `mosaic_gpu` (what a Mosaic GPU kernel allocates, copies and multiplies, per CTA).
+`replay` (a traced program replayed from its jaxpr: the inspection's snapshot).
 """
 
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
@@ -114,4 +115,8 @@ from pallaslab._src.core.jax_adapter.outputs import output_writers as output_wri
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES as CALL_PRIMITIVES
 from pallaslab._src.core.jax_adapter.probes import MESH_KERNELS as MESH_KERNELS
 from pallaslab._src.core.jax_adapter.probes import feature_notice as feature_notice
+from pallaslab._src.core.jax_adapter.replay import replay_function as replay_function
+from pallaslab._src.core.jax_adapter.replay import same_avals as same_avals
+from pallaslab._src.core.jax_adapter.replay import snapshot_scope as snapshot_scope
+from pallaslab._src.core.jax_adapter.replay import traced_avals as traced_avals
 from pallaslab._src.core.jax_adapter.shapes import forget_kernel_traces as forget_kernel_traces

@@ -78,12 +78,14 @@ class LoweringContext:
 
         A kernel may ask which TPU it is on while it is traced (`emit_pipeline`'s
         tiling, `pltpu.get_tpu_info()` in the body): for a TPU target the program is
-        traced again as if on that chip, once per chip. Where that cannot be done (no
-        single program, or it traces to other kernels), the inspected kernel is used.
+        traced again as if on that chip, once per chip, from the inspection's snapshot
+        (the function with the globals it read pinned as they were, never as a later
+        cell left them). Where that cannot be done (no single program, or it traces to
+        other kernels), the inspected kernel is used.
         """
         program = self.program
         site = program.sites[kernel.index]
-        fn = program.flat_fn
+        fn = program.retrace_fn
         if chip is None or fn is None or not program.example_args:
             return site
 

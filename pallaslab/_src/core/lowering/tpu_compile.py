@@ -41,7 +41,10 @@ class TpuCompile:
         code_bytes: Generated code size.
         hlo: The compiled TPU HLO, with its layouts.
         mosaic_stages: (pass, module text) for each pass of Mosaic's pipeline.
-        llo: LLO dumps by stage ("final_bundles", "original", ...).
+        llo: The kernel's LLO dumps by stage ("final_bundles", "original", ...).
+        program: The kernel's program (its HLO instruction, "run_kernel.1").
+        other_programs: Final bundles of the programs XLA compiled around the
+            kernel (layout copies), by program name.
         seconds: Worker time, process start excluded.
     """
 
@@ -51,6 +54,8 @@ class TpuCompile:
     hlo: str = ""
     mosaic_stages: tuple[tuple[str, str], ...] = ()
     llo: dict[str, str] = dataclasses.field(default_factory=dict)
+    program: str = ""
+    other_programs: dict[str, str] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -122,6 +127,8 @@ def compile_exported(exported: bytes, chip: str) -> TpuCompile:
         hlo=str(result.get("hlo", "")),
         mosaic_stages=tuple((str(n), str(t)) for n, t in result.get("mosaic_stages", [])),
         llo={str(k): str(v) for k, v in result.get("llo", {}).items()},
+        program=str(result.get("program", "")),
+        other_programs={str(k): str(v) for k, v in result.get("other_programs", {}).items()},
         seconds=float(result.get("seconds", 0.0)),
     )
 

@@ -19,6 +19,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from pallaslab._src.core.lowering import sourcemap
+
 
 @dataclasses.dataclass(frozen=True)
 class TritonBuild:
@@ -58,19 +60,23 @@ def triton_version() -> str:
     return str(triton.__version__)
 
 
-def with_function_location(ttir: str, file: str, line: int) -> str:
-    """TTIR whose `tt.func` carries the kernel's file as its location.
+def with_function_location(ttir: str, file: str) -> str:
+    """TTIR whose `tt.func` carries the kernel's file as its location, at line 0.
 
     Triton names the file of its debug info (PTX `.file`, SASS `//## File`) after the
-    function's own location, which Pallas leaves unknown. Reads the custom and the
-    generic op form: the function's location is on its closing line.
+    function's own location, which Pallas leaves unknown. The line is 0 ("no line",
+    in DWARF): Triton gives every op without a location of its own (program ids,
+    the prologue) the function's, and LLVM opens the function with its line, so any
+    real line (the `def`) would be named for code no line of the kernel wrote.
+    Reads the custom and the generic op form: the function's location is on its
+    closing line.
     """
     if not file:
         return ttir
     lines = ttir.splitlines()
     func_indent = None
     escaped = file.replace("\\", "\\\\").replace('"', '\\"')
-    location = f'loc("{escaped}":{max(line, 1)}:0)'
+    location = f'loc("{escaped}":0:0)'
     for index, text in enumerate(lines):
         stripped = text.lstrip()
         indent = len(text) - len(stripped)
@@ -88,7 +94,7 @@ def with_function_location(ttir: str, file: str, line: int) -> str:
 
 
 def compile_ttir(
-    ttir: str, arch: str, *, num_warps: int, num_stages: int, kernel_file: str, kernel_line: int
+    ttir: str, arch: str, *, num_warps: int, num_stages: int, kernel_file: str
 ) -> TritonBuild:
     """Compiles TTIR text for `arch` ("sm_90") and disassembles the result.
 
@@ -104,12 +110,17 @@ def compile_ttir(
             "the triton compiler is not installed: pip install 'pallaslab[triton]'"
         ) from err
     capability = int(arch.removeprefix("sm_"))
-    source = with_function_location(ttir, kernel_file, kernel_line)
+    source = with_function_location(ttir, kernel_file)
     with tempfile.TemporaryDirectory(prefix="pallaslab-triton-") as tmp:
         path = Path(tmp) / "kernel.ttir"
         path.write_text(source, encoding="utf-8")
         log = io.StringIO()
-        with _compile_knobs(triton), contextlib.redirect_stdout(log), warnings.catch_warnings():
+        with (
+            _compile_knobs(triton),
+            _ptx_stage_fixed(triton),
+            contextlib.redirect_stdout(log),
+            warnings.catch_warnings(),
+        ):
             warnings.simplefilter("ignore", UserWarning)
             compiled = triton.compile(
                 str(path),
@@ -160,6 +171,43 @@ def _compile_knobs(triton: Any) -> Any:
     finally:
         for group, name, value in saved:
             setattr(group, name, value)
+
+
+@contextlib.contextmanager
+def _ptx_stage_fixed(triton: Any) -> Any:
+    """Within the block, Triton's PTX stage names one source line per inline-asm block.
+
+    Triton's loads, stores and `wgmma` are inline assembly, which LLVM's NVPTX printer
+    attributes line by line to successive source lines
+    (`sourcemap.collapse_inline_asm_locs`). The PTX is corrected as the stage makes
+    it, before ptxas, so the PTX shown and the SASS' line table agree. A Triton
+    without the stages hook keeps its PTX: the PTX view still reads it right (its
+    reader collapses the blocks); its SASS may then name those lines.
+    """
+    knobs = getattr(getattr(triton, "knobs", None), "runtime", None)
+    if knobs is None or not hasattr(knobs, "add_stages_inspection_hook"):
+        yield
+        return
+    previous = knobs.add_stages_inspection_hook
+
+    def hook(*args: Any, **kwargs: Any) -> Any:
+        found = previous(*args, **kwargs) if previous is not None else None
+        stages = kwargs.get("stages", args[1] if len(args) > 1 else None)
+        if stages is None:  # asked for its part of the compile cache's key
+            key, digest = found if found else ("", "")
+            return f"{key}pallaslab-inline-asm-locs", f"{digest}1"
+        make_ptx = stages.get("ptx")
+        if make_ptx is not None:
+            stages["ptx"] = lambda src, metadata: sourcemap.collapse_inline_asm_locs(
+                make_ptx(src, metadata)
+            )
+        return found
+
+    knobs.add_stages_inspection_hook = hook
+    try:
+        yield
+    finally:
+        knobs.add_stages_inspection_hook = previous
 
 
 def _tool_path(name: str) -> str | None:

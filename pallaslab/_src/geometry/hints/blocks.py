@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from pallaslab._src.geometry.hints.inputs import (
+    Finding,
     HintInputs,
+    grouped,
     is_tpu,
-    make_hint,
     pipelined_operands,
     shape_text,
 )
@@ -28,7 +30,7 @@ def tpu_tiling(inputs: HintInputs) -> list[Hint]:
     if not is_tpu(inputs):
         return []
     operands = {o.label: o for o in inputs.kernel.operands}
-    found = []
+    findings = []
     for problem in inputs.tiling_problems:
         operand = operands.get(problem.operand)
         figures: list[tuple[str, FigureValue]] = [("tile", "(8, 128)")]
@@ -37,17 +39,14 @@ def tpu_tiling(inputs: HintInputs) -> list[Hint]:
                 ("block", shape_text(operand.block_shape)),
                 ("array", shape_text(operand.shape)),
             ]
-        found.append(
-            make_hint(
-                inputs,
-                "tpu-tiling",
-                "error",
-                f"{problem.message} {problem.hint}",
-                problem.location,
-                figures,
-            )
+        findings.append(
+            Finding(problem.operand, "error", problem.message, "", problem.location, figures)
         )
-    return found
+    if not findings:
+        return []
+    # The first problem's advice (with its example block) once, after every operand.
+    advice = inputs.tiling_problems[0].hint
+    return grouped(inputs, "tpu-tiling", [dataclasses.replace(f, advice=advice) for f in findings])
 
 
 def tpu_padding(inputs: HintInputs) -> list[Hint]:
@@ -56,7 +55,7 @@ def tpu_padding(inputs: HintInputs) -> list[Hint]:
         return []
     broken = {p.operand for p in inputs.tiling_problems}
     operands = {o.label: o for o in inputs.kernel.operands}
-    found = []
+    findings = []
     for block in inputs.vmem_blocks:
         if len(block.block_shape) < 2 or not block.bytes or block.operand in broken:
             continue
@@ -67,17 +66,16 @@ def tpu_padding(inputs: HintInputs) -> list[Hint]:
         severity: Severity = "warning" if waste >= TPU_WASTE_WARNING else "info"
         rows = 8 * max(4 // max(np.dtype(block.dtype).itemsize, 1), 1)
         operand = operands.get(block.operand)
-        found.append(
-            make_hint(
-                inputs,
-                "tpu-padding",
+        findings.append(
+            Finding(
+                block.operand,
                 severity,
-                f"{block.operand}'s block {shape_text(block.block_shape)} of {block.dtype} fills "
-                f"{used:.0%} of the VMEM it takes: the TPU lays blocks out in tiles of "
-                f"{rows} rows x 128 lanes, so {waste:.0%} of that VMEM, and of every vector "
-                f"operation on the block, is padding. Last two block dimensions that are "
-                f"multiples of ({rows}, 128) use all of it (pad or reshape the array if its "
-                "own dimensions are small).",
+                f"{block.operand}'s block {shape_text(block.block_shape)} of {block.dtype} "
+                f"fills {used:.0%} of the VMEM it takes ({waste:.0%} is padding).",
+                f"The TPU lays blocks out in tiles of {rows} rows x 128 lanes, so the rest "
+                "of that VMEM, and of every vector operation on the block, is padding. Last "
+                f"two block dimensions that are multiples of ({rows}, 128) use all of it "
+                "(pad or reshape the array if its own dimensions are small).",
                 operand.blockspec_location if operand else None,
                 [
                     ("block bytes", block.bytes),
@@ -86,7 +84,7 @@ def tpu_padding(inputs: HintInputs) -> list[Hint]:
                 ],
             )
         )
-    return found
+    return grouped(inputs, "tpu-padding", findings)
 
 
 def contiguous_elements(operand: Operand) -> int:
@@ -108,7 +106,7 @@ def gpu_narrow_rows(inputs: HintInputs) -> list[Hint]:
     """Blocks whose contiguous rows are too short for coalesced GPU loads."""
     if is_tpu(inputs):
         return []
-    found = []
+    findings = []
     for operand in pipelined_operands(inputs.kernel):
         if not operand.shape or operand.block_elements >= math.prod(operand.shape):
             continue  # the whole array: one contiguous run
@@ -122,24 +120,23 @@ def gpu_narrow_rows(inputs: HintInputs) -> list[Hint]:
         last = operand.block_shape[-1]
         if last is not None and last == operand.shape[-1]:
             advice = (
-                f"Each row of the array is only {operand.shape[-1]} elements: blocks of more "
-                "rows make each program's loads span whole cache lines."
+                "Each row of the array is that short: blocks of more rows make each "
+                "program's loads span whole cache lines."
             )
         else:
             advice = (
                 f"A last block dimension of at least {wanted} elements, or the whole array "
                 "dimension, lets each warp load full cache lines."
             )
-        found.append(
-            make_hint(
-                inputs,
-                "gpu-narrow-rows",
+        findings.append(
+            Finding(
+                operand.label,
                 severity,
                 f"{operand.label}'s block {shape_text(operand.block_shape)} of "
-                f"{shape_text(operand.shape)} is read in runs of {run_bytes} contiguous bytes "
-                f"({run} x {operand.dtype}), while GPU memory moves {SECTOR_BYTES}-byte "
-                f"sectors and a warp's loads coalesce best over {LINE_BYTES} contiguous "
-                f"bytes. {advice}",
+                f"{shape_text(operand.shape)} is read in runs of {run_bytes} contiguous "
+                f"bytes ({run} x {operand.dtype}).",
+                f"GPU memory moves {SECTOR_BYTES}-byte sectors and a warp's loads coalesce "
+                f"best over {LINE_BYTES} contiguous bytes. {advice}",
                 operand.blockspec_location,
                 [
                     ("contiguous bytes", run_bytes),
@@ -148,4 +145,4 @@ def gpu_narrow_rows(inputs: HintInputs) -> list[Hint]:
                 ],
             )
         )
-    return found
+    return grouped(inputs, "gpu-narrow-rows", findings)

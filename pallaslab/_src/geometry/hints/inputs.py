@@ -65,18 +65,78 @@ def make_hint(  # noqa: PLR0917 - every rule passes the same six, in this order
     message: str,
     location: SourceLocation | None,
     figures: Sequence[tuple[str, FigureValue]],
+    *,
+    subjects: Sequence[str] = (),
+    locations: Sequence[SourceLocation] = (),
 ) -> Hint:
     kernel = inputs.kernel
+    where = location or call_line(kernel)
     return Hint(
         id=rule,
         severity=severity,
         message=message,
-        location=location or call_line(kernel),
+        location=where,
         figures=tuple((name, _figure(value)) for name, value in figures),
         chip=inputs.chip.name,
         kernel=kernel.name,
         kernel_index=kernel.index,
+        subjects=tuple(subjects),
+        locations=tuple(dict.fromkeys(locations)) or ((where,) if where else ()),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One operand's part of advice several operands may share (see `grouped`).
+
+    Attributes:
+        subject: The operand ("x_ref").
+        severity: How bad it is for this operand.
+        detail: What is wrong with this operand, in its own sentence.
+        advice: What to change: findings with the same advice (and severity) become
+            one hint.
+        location: The line to change for this operand (its BlockSpec).
+        figures: This operand's numbers.
+    """
+
+    subject: str
+    severity: Severity
+    detail: str
+    advice: str
+    location: SourceLocation | None
+    figures: Sequence[tuple[str, FigureValue]] = ()
+
+
+def grouped(inputs: HintInputs, rule: str, findings: Sequence[Finding]) -> list[Hint]:
+    """One hint per piece of advice, naming every operand it applies to.
+
+    Four operands with the same too-narrow block are one hint with four details and
+    the advice once, not four near-identical hints. A single operand's figures keep
+    their names; several operands' are prefixed with the operand ("x_ref: padding %").
+    """
+    groups: dict[tuple[Severity, str], list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault((finding.severity, finding.advice), []).append(finding)
+    hints = []
+    for (severity, advice), group in groups.items():
+        figures = (
+            list(group[0].figures)
+            if len(group) == 1
+            else [(f"{f.subject}: {name}", value) for f in group for name, value in f.figures]
+        )
+        hints.append(
+            make_hint(
+                inputs,
+                rule,
+                severity,
+                " ".join([*(f.detail for f in group), advice]).strip(),
+                group[0].location,
+                figures,
+                subjects=[f.subject for f in group],
+                locations=[f.location for f in group if f.location is not None],
+            )
+        )
+    return hints
 
 
 def _figure(value: FigureValue) -> FigureValue:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pallaslab._src.base import words
-from pallaslab._src.geometry.hints.inputs import HintInputs, make_hint
+from pallaslab._src.geometry.hints.inputs import Finding, HintInputs, grouped, make_hint
 from pallaslab._src.records.hints import Hint
 
 # Masked accesses switching on less than this share of their lanes.
@@ -47,7 +47,7 @@ def revisits(inputs: HintInputs) -> list[Hint]:
     if merit is None:
         return []
     tpu_schedule = merit.schedule == "tpu"
-    found = []
+    findings = []
     for entry in merit.operands:
         if entry.access != "pipelined" or not entry.min_bytes:
             continue
@@ -63,10 +63,10 @@ def revisits(inputs: HintInputs) -> list[Hint]:
                 axes = ()
         operand = inputs.kernel.operands[entry.index]
         along = (
-            f" its block is the same for every program along grid axis "
+            f"its block is the same for every program along grid axis "
             f"{', '.join(map(str, axes))}, and each of them copies it again"
             if axes
-            else " its blocks overlap, and each program copies its own"
+            else "its blocks overlap, and each program copies its own"
         )
         advice = (
             f"Fewer programs along grid axis {', '.join(map(str, axes))} (larger blocks "
@@ -81,15 +81,14 @@ def revisits(inputs: HintInputs) -> list[Hint]:
             )
         elif not tpu_schedule:
             along += " (some of it may come from the L2 cache)"
-        found.append(
-            make_hint(
-                inputs,
-                "hbm-revisits",
+        findings.append(
+            Finding(
+                operand.label,
                 "warning" if ratio >= REVISIT_WARNING else "info",
                 f"{operand.label} crosses between HBM and the kernel {ratio:.3g} times over "
                 f"({words.nbytes(entry.hbm_bytes)} moved for a "
-                f"{words.nbytes(entry.min_bytes)} array):"
-                f"{along}. {advice}",
+                f"{words.nbytes(entry.min_bytes)} array): {along}.",
+                advice,
                 operand.blockspec_location,
                 [
                     ("bytes moved", entry.hbm_bytes),
@@ -99,4 +98,4 @@ def revisits(inputs: HintInputs) -> list[Hint]:
                 ],
             )
         )
-    return found
+    return grouped(inputs, "hbm-revisits", findings)

@@ -21,7 +21,11 @@ def diff(model: DiffPane) -> list[Node]:
         else f"{model['aKernel']} \u2192 {model['bKernel']}"
     )
     parts: list[Node] = [
-        h("p", "pl-diff-summary", model["summary"]),
+        h(
+            "p",
+            "pl-diff-summary" + (f" pl-diff-{model['verdict']}" if model["verdict"] else ""),
+            model["summary"],
+        ),
         h(
             "p",
             "pl-facts",

@@ -176,7 +176,7 @@ def _hints(hints: HintsModel) -> Node | None:
             " ",
             h("span", "pl-hint-text", at(hint["location"]) + hint["message"]),
             " ",
-            h("span", "pl-small", f"(assumes {hint['chip']})"),
+            h("span", "pl-small", f"(assumes {hint['chip']})") if hint["chip"] else None,
         )
         for hint in hints["hints"]
     ]

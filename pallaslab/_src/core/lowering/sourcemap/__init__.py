@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from pallaslab._src.base import sources
 from pallaslab._src.core.lowering.sourcemap.gpu import (
+    collapse_inline_asm_locs,
     llvm_text,
     ptx_text,
     sass_instructions,
@@ -41,6 +42,7 @@ __all__ = [
     "LocationResolver",
     "SourceMap",
     "clean",
+    "collapse_inline_asm_locs",
     "commented_locations",
     "commented_locations_text",
     "elide_long_strings",

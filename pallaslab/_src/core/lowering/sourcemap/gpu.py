@@ -11,14 +11,59 @@ from pallaslab._src.core.lowering.sourcemap.locations import SourceMap, located,
 _PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"((?:[^"\\]|\\.)*)"')
 _PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
 _PTX_SECTION = re.compile(r"^\s*\.section\s+\.debug_")
+# The first line of PTX whose inline-assembly `.loc`s were put back on their lines.
+COLLAPSED_MARK = "// pallaslab: each inline asm block names its own source line"
+# LLVM brackets inline assembly (Triton's loads and stores, wgmma) with these comments.
+_ASM_BEGIN = "// begin inline asm"
+_ASM_END = "// end inline asm"
+
+
+def collapse_inline_asm_locs(ptx: str) -> str:
+    """PTX whose inline-assembly blocks each name the one source line they come from.
+
+    LLVM's NVPTX printer (since early 2026) puts a `.loc` before every instruction of
+    an inline-assembly block, with the block's source line plus the instruction's
+    line number within the block: a load written on line 13 becomes `.loc 1 13`,
+    `.loc 1 14` ... `.loc 1 17`, and a `wgmma.wait_group` after a one-line comment
+    `.loc 1 111` for line 110, naming lines that never produced it (a blank line,
+    the statements after it). Each such `.loc` is put back on the block's line, so
+    that ptxas' line table (and the SASS nvdisasm prints from it) says the same.
+    The result starts with a comment saying so, and is returned as is when given
+    again (subtracting twice would be wrong).
+    """
+    if ptx.startswith(COLLAPSED_MARK):
+        return ptx
+    lines: list[str] = [COLLAPSED_MARK]
+    inside = False
+    index = 0  # lines of the block before this one (its own `.loc`s aside)
+    for line in ptx.splitlines():
+        stripped = line.strip()
+        if stripped == _ASM_BEGIN:
+            inside, index = True, 0
+        elif stripped == _ASM_END:
+            inside = False
+        elif inside:
+            loc = _PTX_LOC.match(line)
+            if loc is None:
+                index += 1
+            else:
+                written = int(loc.group(2))
+                own = written - index if written - index >= 1 else written
+                lines.append(f"{line[: loc.start(2)]}{own}{line[loc.end(2) :]}")
+                continue
+        lines.append(line)
+    return "\n".join(lines) + ("\n" if ptx.endswith("\n") else "")
 
 
 def ptx_text(ptx: str, default_file: str = "") -> tuple[str, SourceMap]:
     """PTX with line info -> (PTX without `.loc`/`.file`/debug sections, source map).
 
-    Every instruction after a `.loc` maps to its line until the next `.loc`. `.file`
-    directives may come after the code that names them (LLVM puts them at the end).
+    Every instruction after a `.loc` maps to its line until the next `.loc`; an
+    inline-assembly block maps whole to its first (`collapse_inline_asm_locs`).
+    `.file` directives may come after the code that names them (LLVM puts them at
+    the end).
     """
+    ptx = collapse_inline_asm_locs(ptx).removeprefix(COLLAPSED_MARK + "\n")
     files: dict[int, str] = {
         int(match.group(1)): unescape(match.group(2))
         for match in map(_PTX_FILE.match, ptx.splitlines())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pallaslab._src.core import chips, jax_adapter
+from pallaslab._src.core import chips, emulator, jax_adapter
 from pallaslab._src.core.lowering import sourcemap
 from pallaslab._src.core.lowering.context import LoweringContext
 from pallaslab._src.core.lowering.failures import LoweringFailedError, explain
@@ -24,7 +24,8 @@ def lower(lowerer: LoweringContext, target: Target) -> Lowered:
         )
     args = lowerer.example_avals()
     platform = target.arch or None
-    jax_adapter.install_cpu_interpret()
+    # On a CPU, kernels lower as they run there: emulated, whatever was imported before.
+    emulator.install()
     notes: tuple[str, ...] = ()
 
     def lower_with(mosaic_gpu: bool | None) -> str:

@@ -82,6 +82,11 @@ def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:
         ),
         _stage("per-bundle utilization", per_bundle, "text", default_file),
         _stage("compiled HLO", compiled.hlo, "hlo", default_file),
+        # XLA's layout copies around the kernel are programs of their own.
+        *(
+            _stage(f"XLA {name} (around the kernel): final bundles", text, "llo", default_file)
+            for name, text in compiled.other_programs.items()
+        ),
     ]
     header = f"{lowerer.header(target, kernel)} {total} bundles"
     header += f", {loop} in the loop body (one grid step)." if loop else "."

@@ -62,7 +62,6 @@ def _build(lowerer: LoweringContext, kernel: Kernel, arch: str) -> triton_build.
                 num_warps=int(payload.param("num_warps", 4)),
                 num_stages=int(payload.param("num_stages", 3)),
                 kernel_file=kernel_file(kernel),
-                kernel_line=kernel.source.line if kernel.source else 1,
             )
         except triton_build.TritonUnavailableError as error:
             raise LoweringFailedError(LoweringError(str(error), kind="unavailable")) from None
