@@ -162,3 +162,31 @@ def test_usage_errors(ip, line, message):
     result, _ = run(ip, line, MATMUL_CELL)
     assert isinstance(result.error_in_exec, UsageError)
     assert message in str(result.error_in_exec)
+
+
+@pytest.fixture
+def inline_backend():
+    """pyplot on the notebook's inline backend, as in a Jupyter kernel; restored after."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    before = matplotlib.get_backend()
+    fallback = matplotlib.rcParams["backend_fallback"]
+    plt.switch_backend("module://matplotlib_inline.backend_inline")
+    yield "module://matplotlib_inline.backend_inline"
+    plt.switch_backend(before)
+    matplotlib.rcParams["backend_fallback"] = fallback
+
+
+@pytest.mark.parametrize("flags", ["--bench", "--tune BLOCK_M=32,64"])
+def test_bench_and_tune_leave_the_users_matplotlib_backend_alone(ip, inline_backend, flags):
+    import matplotlib
+
+    fallback = matplotlib.rcParams["backend_fallback"]
+    result, captured = run(ip, f"matmul(a, b) {REF} {flags}", MATMUL_CELL)
+    assert result.success, result.error_in_exec
+    # The static plot was drawn (its PNG is in the saved output) ...
+    assert any("image/png;base64" in b["text/html"] for b in widget_bundles(captured))
+    # ... without switching the session to Agg: a later plt.show() still draws inline.
+    assert matplotlib.get_backend() == inline_backend
+    assert matplotlib.rcParams["backend_fallback"] == fallback
