@@ -827,6 +827,14 @@ export interface ITabReplyMessage {
   reply: TabReply;
 }
 
+/** One chip's roof for the sweep's dtype. */
+export interface IBenchRoof {
+  name: string;
+  peak_flops: number;
+  peak_bandwidth: number;
+  peak_label: string;
+}
+
 /** What a sweep or a tuning run is about to measure. */
 export interface IBenchPlan {
   title: string;
@@ -841,6 +849,8 @@ export interface IBenchPlan {
   peak_bandwidth: number;
   peak_label: string;
   baseline: number;
+  notices: string[];
+  roofs: IBenchRoof[];
 }
 
 /** One measurement: one implementation at one point (None: not measured). */

@@ -1003,6 +1003,15 @@ class TabReplyMessage(TypedDict):
 # The live benchmark view's traits.
 
 
+class BenchRoof(TypedDict):
+    """One chip's roof for the sweep's dtype."""
+
+    name: str
+    peak_flops: float
+    peak_bandwidth: float
+    peak_label: str
+
+
 class BenchPlan(TypedDict):
     """What a sweep or a tuning run is about to measure."""
 
@@ -1019,6 +1028,10 @@ class BenchPlan(TypedDict):
     peak_label: str
     #: Measurements of `total` that are no config: a tuning run's XLA baseline.
     baseline: int
+    #: What the run will not do, and why (no XLA baseline for a value reference ...).
+    notices: list[str]
+    #: Every chip of the hardware table as a roof, for the roofline's chip picker.
+    roofs: list[BenchRoof]
 
 
 class BenchRow(TypedDict):
