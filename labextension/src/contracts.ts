@@ -384,9 +384,12 @@ export interface IIrLoweredReply {
   error: IIrError | null;
   resources: IGpuResourcesModel | ITpuResourcesModel | null;
   stages: string[];
+  finalTitle: string;
+  stageTitles: string[];
   lines: number;
   chunks: number;
   mapped: number;
+  unlinked: string;
 }
 
 /** One piece of a lowering's text: its lines and their source-map entries. */

@@ -482,9 +482,15 @@ class IrLoweredReply(TypedDict):
     error: IrError | None
     resources: ResourcesModel | None
     stages: list[str]
+    #: What the main text ("final" in the stage picker) is, in one sentence.
+    finalTitle: str
+    #: What each of `stages` is, in one sentence each (same order).
+    stageTitles: list[str]
     lines: int
     chunks: int
     mapped: int
+    #: Why no line of this text is linked to the source ("" when some are).
+    unlinked: str
 
 
 class IrChunkReply(TypedDict):
