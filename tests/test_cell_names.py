@@ -100,6 +100,16 @@ def test_the_inspectors_tabs_name_the_cell(cells):
         assert not TEMPORARY.search(text), (tab, TEMPORARY.search(text))
 
 
+def test_the_tiles_tabs_accesses_name_the_cell(cells):
+    from pallaslab._src.views.inspector import Inspector
+
+    ns, number = cells
+    reply = Inspector(ns["a"]).request(
+        {"tab": "tiles", "body": {"kind": "accesses", "kernel": 0, "program": [1]}}
+    )
+    assert {(a["file"], a["line"]) for a in reply["accesses"]} == {(f"Cell [{number}]", BODY_LINE)}
+
+
 def test_the_diff_view_names_the_cell(cells):
     from pallaslab._src.views.diffview import static_html
 

@@ -202,6 +202,7 @@ function metricPlot(
   const plot = svg('svg', {
     width: W,
     height: H,
+    viewBox: `0 0 ${W} ${H}`,
     class: 'pl-plot',
     'data-metric': metric
   });
@@ -523,6 +524,7 @@ function roofline(
   const plot = svg('svg', {
     width: W,
     height: H,
+    viewBox: `0 0 ${W} ${H}`,
     class: 'pl-plot',
     'data-metric': 'roofline'
   });

@@ -750,6 +750,7 @@ class AccessRow(TypedDict):
     ref: int
     primitive: str
     line: int
+    #: Where the access is written, named as the other views name it ("Cell [3]").
     file: str
     lanes: int
     masked: int
