@@ -120,13 +120,18 @@ def no_injected_markup(page: Any) -> dict[str, Any]:
     )
 
 
+def notebook_cell(page: Any, index: int) -> Any:
+    """The `index`-th cell of the notebook on the page."""
+    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").nth(index)
+
+
 def run_cell(page: Any, index: int, timeout: int = KERNEL_TIMEOUT_MS) -> Any:
     """Runs one cell (select it, Shift-Enter), as a user steps through a notebook.
 
     Waits until the cell's prompt shows its execution count and the kernel is idle;
     returns the cell's locator.
     """
-    cell = page.locator(".jp-NotebookPanel .jp-Notebook > .jp-Cell").nth(index)
+    cell = notebook_cell(page, index)
     cell.scroll_into_view_if_needed()
     cell.locator(".jp-InputPrompt").first.click()
     page.keyboard.press("Shift+Enter")
