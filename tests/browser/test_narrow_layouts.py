@@ -157,7 +157,8 @@ def test_no_control_wraps_or_overflows(lab, width):
     for tab in ("overview", "jaxpr", "tiles", "ir"):
         select_tab(lab.inspector, tab)
         if tab == "ir":
-            lab.inspector.locator(".pl-ir-status", has_text="linked to source").wait_for()
+            ir = lab.inspector.locator(".pl-body[data-tab='ir'] .pl-toolbar")
+            ir.filter(has_text="linked to source").wait_for()
         found = lab.inspector.evaluate(LAYOUT_PROBLEMS)
         if found:
             problems[tab] = found
