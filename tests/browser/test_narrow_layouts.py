@@ -143,7 +143,6 @@ def test_bench_bars_are_as_tall_as_their_timings(lab):
         # Drawn as the plot sized it, not by a stylesheet (no 80 x 8 strips).
         assert abs(bar["width"] - bar["attrWidth"]) <= 1, bar
         assert abs(bar["height"] - bar["attrHeight"]) <= 1, bar
-        assert bar["height"] > 8 or bar["attrHeight"] <= 8, bar
     # Against the data: bars start at zero, so heights are in the ratio of the medians.
     ratio = by_impl["pallas"]["height"] / by_impl["xla"]["height"]
     expected = lab.timings["pallas"] / lab.timings["xla"]
