@@ -21,10 +21,12 @@ Importing pallaslab loads none of this: each name is imported on first use.
 """
 
 import importlib as _importlib
+import sys as _sys
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 from pallaslab._src.base import display as _display
+from pallaslab._src.base import sources as _sources
 from pallaslab._src.base.version import __version__ as __version__
 from pallaslab._src.bench import live as _live
 
@@ -169,8 +171,19 @@ def _live_observer() -> _Any:
     return live_observer()
 
 
+def _cell_numbers() -> _Any:
+    # Which cell each of IPython's cell files holds (its execution count), so that
+    # locations read "Cell [3] line 10". Outside IPython (never imported) there are none.
+    if "IPython" not in _sys.modules:
+        return {}
+    shell = _sys.modules["IPython"].get_ipython()
+    found = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    return found if isinstance(found, dict) else {}
+
+
 _display.register_renderer("inspection", _inspector_bundle)
 _display.register_renderer("bench", _bench_bundle)
 _display.register_renderer("feedback", _feedback_bundle)
 _display.register_renderer("diff", _diff_bundle)
 _live.register(_live_observer)
+_sources.register_cell_numbers(_cell_numbers)

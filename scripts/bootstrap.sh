@@ -48,7 +48,52 @@ install_pallaslab() {
 # The lab extension and the widgets' front end are built from labextension/ (TypeScript),
 # here, where a failure stops the script.
 build_frontends() {
-  (cd "$ROOT/labextension" && jlpm install --immutable && jlpm build:prod)
+  # `|| return`: inside an `if`, bash ignores set -e, and a failed build is not built.
+  (cd "$ROOT/labextension" && jlpm install --immutable && jlpm build:prod) || return
+  mkdir -p "$(dirname "$FRONTEND_STAMP")"
+  frontend_digest >"$FRONTEND_STAMP"
+}
+
+# What the front ends are built from: their sources, styles, schemas, package and lock
+# files and build configuration (labextension/, less what installs and builds write).
+frontend_digest() {
+  (
+    cd "$ROOT/labextension" &&
+      find . \( -path ./node_modules -o -path ./lib -o -path ./.yarn -o -path ./coverage \
+        -o -name '*.tsbuildinfo' -o -name .eslintcache -o -name '.build*' \) -prune \
+        -o -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
+  )
+}
+
+# Where the digest of the last build is kept: beside what it built (both are ignored by
+# git, and a removed build takes its digest with it).
+FRONTEND_STAMP="$ROOT/pallaslab/_src/views/frontend/.sources-digest"
+
+# Builds the front ends only when their sources changed since the last build (or a
+# build output is missing), quietly: one line, and the build's log only if it fails.
+build_frontends_if_changed() {
+  local outputs=(
+    "$ROOT/pallaslab/labextension/package.json"
+    "$ROOT/pallaslab/_src/views/frontend/inspector.js"
+    "$ROOT/pallaslab/_src/views/frontend/bench.js"
+  )
+  local output missing=""
+  for output in "${outputs[@]}"; do
+    [ -f "$output" ] || missing="$output"
+  done
+  if [ -z "$missing" ] && [ -f "$FRONTEND_STAMP" ] &&
+    [ "$(cat "$FRONTEND_STAMP")" = "$(frontend_digest)" ]; then
+    echo "==> lab extension and widgets: up to date"
+    return 0
+  fi
+  local log="$ROOT/labextension/.build.log" start=$SECONDS
+  echo "==> lab extension and widgets: building (sources changed since the last build)"
+  if ! build_frontends >"$log" 2>&1; then
+    echo "The front-end build failed; the end of its log ($log):" >&2
+    tail -n 40 "$log" >&2
+    return 1
+  fi
+  echo "    built in $((SECONDS - start)) s (log: $log)"
 }
 
 # Links the built extension into the environment (a symlink to pallaslab/labextension),

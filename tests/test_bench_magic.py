@@ -119,6 +119,13 @@ def test_tune_sweeps_names_the_cell_reads(ip):
     assert all(r.correct is True for r in ok)
     # The best is the faster of the two right configs (which one, the timings decide).
     assert tuned.best == min(ok, key=lambda r: r.median_ms).config
+    # The table keeps integer configs integers; the baseline has none, and says so.
+    table = tuned.table
+    assert [str(table[n].dtype) for n in ("BLOCK_M", "BLOCK_N", "NUM_WARPS")] == ["Int64"] * 3
+    pallas = table[table["impl"] == "pallas"]
+    assert list(pallas["BLOCK_M"]) == [32, 32, 64, 64]
+    assert "32.0" not in pallas.to_string() and "NaN" not in table[["BLOCK_M"]].to_string()
+    assert table[table["impl"] == "xla"]["BLOCK_M"].isna().all()
     # The user's namespace keeps the cell's values.
     assert ip.user_ns["BLOCK_M"] == 64 and ip.user_ns["BLOCK_N"] == 64
     texts = [b["text/plain"] for b in widget_bundles(captured)]
@@ -128,6 +135,26 @@ def test_tune_sweeps_names_the_cell_reads(ip):
     result, _ = run(ip, line, MATMUL_CELL)
     assert result.success, result.error_in_exec
     assert all(r.cached for r in ip.user_ns["_tune"].rows)
+
+
+@pytest.mark.parametrize("flags", ["--tune BLOCK_M=32,64", "--bench"])
+def test_a_value_reference_says_there_is_no_xla_baseline(ip, flags):
+    # `--ref EXPR` may be the expected value: every config is checked against it, but
+    # there is no function to time as XLA's baseline, and the run says so.
+    result, captured = run(ip, f'matmul(a, b) --ref "a @ b" {flags}', MATMUL_CELL)
+    assert result.success, result.error_in_exec
+    views = [b for b in widget_bundles(captured) if "No XLA baseline" in b["text/plain"]]
+    assert views, [b["text/plain"] for b in widget_bundles(captured)]
+    assert "--ref" in views[-1]["text/html"] and "No XLA baseline" in views[-1]["text/html"]
+    if flags == "--bench":
+        assert list(ip.user_ns["_bench"]["impl"]) == ["pallas"]
+        return
+    tuned = ip.user_ns["_tune"]
+    assert [r.impl for r in tuned.rows] == ["pallas", "pallas"]
+    assert all(r.correct is True for r in tuned.rows)  # checked against the value
+    assert any(n.startswith("No XLA baseline") for n in tuned.notices)
+    assert "note: No XLA baseline" in tuned.summary()
+    assert tuned.plan.notices == tuned.notices[:1]
 
 
 def test_a_config_that_breaks_the_cell_names_the_line(ip):
@@ -154,6 +181,8 @@ def test_tune_names_the_cell_never_reads_are_an_error(ip):
     ("line", "message"),
     [
         ("matmul(a, b) --tune BLOCK_M", "NAME=V1,V2"),
+        ("matmul(a, b) --tune BLOCK_M=32,,64", "the value between 32 and 64 is empty"),
+        ("matmul(a, b) --tune BLOCK_M=32,64,", "the value after 64 is empty"),
         ("--tune BLOCK_M=32", "name one"),
         ("--bench", "name one"),
     ],
@@ -162,3 +191,31 @@ def test_usage_errors(ip, line, message):
     result, _ = run(ip, line, MATMUL_CELL)
     assert isinstance(result.error_in_exec, UsageError)
     assert message in str(result.error_in_exec)
+
+
+@pytest.fixture
+def inline_backend():
+    """pyplot on the notebook's inline backend, as in a Jupyter kernel; restored after."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    before = matplotlib.get_backend()
+    fallback = matplotlib.rcParams["backend_fallback"]
+    plt.switch_backend("module://matplotlib_inline.backend_inline")
+    yield "module://matplotlib_inline.backend_inline"
+    plt.switch_backend(before)
+    matplotlib.rcParams["backend_fallback"] = fallback
+
+
+@pytest.mark.parametrize("flags", ["--bench", "--tune BLOCK_M=32,64"])
+def test_bench_and_tune_leave_the_users_matplotlib_backend_alone(ip, inline_backend, flags):
+    import matplotlib
+
+    fallback = matplotlib.rcParams["backend_fallback"]
+    result, captured = run(ip, f"matmul(a, b) {REF} {flags}", MATMUL_CELL)
+    assert result.success, result.error_in_exec
+    # The static plot was drawn (its PNG is in the saved output) ...
+    assert any("image/png;base64" in b["text/html"] for b in widget_bundles(captured))
+    # ... without switching the session to Agg: a later plt.show() still draws inline.
+    assert matplotlib.get_backend() == inline_backend
+    assert matplotlib.rcParams["backend_fallback"] == fallback

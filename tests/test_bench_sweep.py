@@ -455,6 +455,15 @@ def test_parse_space():
             tune.parse_space([bad])
     with pytest.raises(ValueError, match="twice"):
         tune.parse_space(["A=1", "A=2"])
+    # An empty value is a typo, refused by name, never dropped.
+    for bad, where in [
+        ("BM=32,,64", "between 32 and 64"),
+        ("BM=,32", "before 32"),
+        ("BM=32,", "after 32"),
+        ("BM=32,,", "between 32 and ..."),
+    ]:
+        with pytest.raises(ValueError, match=rf"--tune {bad}: the value {where} is empty"):
+            tune.parse_space([bad])
     assert len(tune.configs_of({"A": [1, 2], "B": [3, 4, 5]})) == 6
 
 

@@ -138,6 +138,38 @@ def test_static_html_escapes_kernel_text():
     assert "<script>window" not in page and "&lt;script&gt;" in page
 
 
+def test_the_target_menu_is_grouped_by_family_and_chip():
+    from pallaslab._src.records import hardware
+
+    listed = ir._targets()
+    groups = [t["group"] for t in listed]
+    order = list(dict.fromkeys(groups))
+    # Each group's targets together, the program first, then GPU, then TPU.
+    assert groups == sorted(groups, key=order.index)
+    assert order[0] == "Whole program (StableHLO)"
+    assert [g.split(" ")[0] for g in order[1:]] == sorted(
+        (g.split(" ")[0] for g in order[1:]), key=lambda f: f != "GPU"
+    )
+    members = {g: [t["name"] for t in listed if t["group"] == g] for g in order}
+    # One group per TPU chip (its Mosaic module and libtpu's compile), one per GPU
+    # architecture (the Triton compiler's stages), named with the chips it serves.
+    assert members["TPU v5e"] == ["mosaic-tpu:v5e", "tpu-compile:v5e"]
+    sm90 = [g for g in order if "sm_90" in g]
+    assert len(sm90) == 1 and members[sm90[0]] == [
+        "ttgir:sm_90",
+        "llir:sm_90",
+        "ptx:sm_90",
+        "sass:sm_90",
+    ]
+    hopper = [g.name for g in hardware.GPUS.values() if g.compute_capability == (9, 0)]
+    assert all(name in sm90[0] for name in hopper), sm90
+    assert members["GPU · XLA's own compile"] == [
+        f"xla-gpu:{c}" for c in ("A100", "H100", "H200", "B200")
+    ]
+    # No group is the flat list it replaces.
+    assert len(order) > 10 and max(len(m) for m in members.values()) <= 4
+
+
 def test_inspector_can_open_on_a_tab(inspection):
     inspection.lower("triton")
     widget, _ = _widget(inspection, selected="ir")

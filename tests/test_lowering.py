@@ -32,6 +32,7 @@ from pallaslab._src.base import sources
 from pallaslab._src.core.lowering import occupancy, sourcemap, tpu_compile, tpu_rules
 from pallaslab._src.core.program import program_of
 from pallaslab._src.records import hardware, targets
+from pallaslab._src.views import stagenames
 from tests import corpus
 
 needs_triton = pytest.mark.skipif(
@@ -426,6 +427,13 @@ def test_tpu_compile_gives_final_bundles(tpu_mm):
     names = [s.name for s in lowered.stages]
     assert "post-apply-vector-layout" in names and "compiled HLO" in names
     assert lowered.stage("apply-vector-layout").source_map
+    # The IR tab's stage picker explains every name, "final" included.
+    assert "VLIW bundles" in stagenames.final_title(lowered.target)
+    titles = {name: stagenames.stage_title(name) for name in names}
+    assert titles["post-apply-vector-layout"] == (
+        "Mosaic TPU's module after its pass apply-vector-layout."
+    )
+    assert not [n for n, t in titles.items() if t.startswith("An intermediate text")], titles
 
 
 # ---------------------------------------------------------------------------

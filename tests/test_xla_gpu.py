@@ -508,6 +508,25 @@ def test_triton_matmul_for_a100_uses_mma_sync(seed):
 
 
 @needs_gpu_compile
+def test_the_ir_tab_explains_each_stage_and_why_nothing_is_linked(mgpu_matmul, seed):
+    mosaic = mgpu_matmul.lower("xla-gpu:H100")
+    summary = ir_tab.summary(mgpu_matmul, mosaic, {"stage": ""})
+    assert summary["finalTitle"].startswith("The SASS XLA compiled for the H100")
+    titles = dict(zip(summary["stages"], summary["stageTitles"], strict=True))
+    assert titles["Mosaic GPU 00 original"].startswith("Mosaic GPU's module as Pallas emitted")
+    assert titles["ptxas"].startswith("ptxas' report")
+    assert not [n for n, t in titles.items() if t.startswith("An intermediate text")], titles
+    assert summary["mapped"] > 0 and summary["unlinked"] == ""
+    # XLA strips a Triton kernel's locations: the pane the source would be in says so
+    # (the triton package's targets are linked), instead of staying blank.
+    triton = seed.lower("xla-gpu:A100")
+    unlinked = ir_tab.summary(seed, triton, {"stage": ""})
+    assert unlinked["mapped"] == 0 and "strips source locations" in unlinked["unlinked"]
+    report = ir_tab.summary(seed, triton, {"stage": "ptxas"})
+    assert report["unlinked"].startswith("The compiler kept no source locations in the stage")
+
+
+@needs_gpu_compile
 def test_mosaic_gpu_add_for_b200(add_program):
     lowered = add_program.lower("xla-gpu:B200")
     assert lowered.ok, lowered.error

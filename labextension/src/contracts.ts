@@ -422,11 +422,14 @@ export interface IIrLoweredReply {
   error: IIrError | null;
   resources: IGpuResourcesModel | ITpuResourcesModel | null;
   stages: string[];
+  finalTitle: string;
+  stageTitles: string[];
   lines: number;
   chunks: number;
   mapped: number;
   costs: IIrLineCost[];
   costNote: string;
+  unlinked: string;
 }
 
 /** One piece of a lowering's text: its lines and their source-map entries. */
@@ -982,6 +985,14 @@ export interface ITabReplyMessage {
   reply: TabReply;
 }
 
+/** One chip's roof for the sweep's dtype. */
+export interface IBenchRoof {
+  name: string;
+  peak_flops: number;
+  peak_bandwidth: number;
+  peak_label: string;
+}
+
 /** What a sweep or a tuning run is about to measure. */
 export interface IBenchPlan {
   title: string;
@@ -996,6 +1007,8 @@ export interface IBenchPlan {
   peak_bandwidth: number;
   peak_label: string;
   baseline: number;
+  notices: string[];
+  roofs: IBenchRoof[];
 }
 
 /** One measurement: one implementation at one point (None: not measured). */

@@ -163,7 +163,7 @@ def _explain(error: BaseException, what: str) -> str:
         return file if sources.is_user_source(file) else None
 
     diagnosis = diagnose(error, name_source)
-    where = f"{diagnosis.location.file}:{diagnosis.location.line}: " if diagnosis.location else ""
+    where = f"{diagnosis.location}: " if diagnosis.location else ""
     text = diagnosis.summary + (f"\n{diagnosis.hint}" if diagnosis.hint else "")
     return messages.clip(f"{where}error: {what}: {text}")
 
@@ -243,7 +243,7 @@ def _lower(options: argparse.Namespace) -> int:
         return 0 if lowered.ok else 1
     if lowered.error is not None:
         location = lowered.error.location
-        where = f"{location.file}:{location.line}: " if location else ""
+        where = f"{location}: " if location else ""
         print(messages.clip(f"{where}error: {lowered.error.message}"), file=sys.stderr)
         return 1
     text, source_map, language = lowered.text, lowered.source_map, lowered.language

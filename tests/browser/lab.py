@@ -118,3 +118,42 @@ def no_injected_markup(page: Any) -> dict[str, Any]:
                 .filter(s => s.textContent.includes('__pwned')).length,
         })"""
     )
+
+
+def notebook_cell(page: Any, index: int) -> Any:
+    """The `index`-th cell of the notebook on the page."""
+    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").nth(index)
+
+
+def run_cell(page: Any, index: int, timeout: int = KERNEL_TIMEOUT_MS) -> Any:
+    """Runs one cell (select it, Shift-Enter), as a user steps through a notebook.
+
+    Waits until the cell's prompt shows its execution count and the kernel is idle;
+    returns the cell's locator.
+    """
+    cell = notebook_cell(page, index)
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jp-InputPrompt").first.click()
+    page.keyboard.press("Shift+Enter")
+    prompt = cell.locator(".jp-InputArea-prompt").first
+    try:
+        expect_count = re.compile(r"\[\d+\]")
+        page.wait_for_function(
+            """([cell, pattern]) => new RegExp(pattern).test(
+                cell.querySelector('.jp-InputArea-prompt')?.textContent ?? '')""",
+            arg=[cell.element_handle(), expect_count.pattern],
+            timeout=timeout,
+        )
+        wait_idle(page, timeout)
+    except Exception:
+        screenshot(page, f"cell-{index}-did-not-finish")
+        raise
+    assert prompt.count() == 1
+    return cell
+
+
+def cell_number(cell: Any) -> int:
+    """The execution count in a cell's prompt ("[3]:" -> 3)."""
+    found = re.search(r"\[(\d+)\]", cell.locator(".jp-InputArea-prompt").first.inner_text())
+    assert found, "the cell has not run"
+    return int(found.group(1))

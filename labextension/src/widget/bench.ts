@@ -8,6 +8,7 @@
 import type {
   BenchMetric,
   IBenchPlan,
+  IBenchRoof,
   IBenchProgress,
   IBenchRow
 } from '../contracts';
@@ -201,6 +202,7 @@ function metricPlot(
   const plot = svg('svg', {
     width: W,
     height: H,
+    viewBox: `0 0 ${W} ${H}`,
     class: 'pl-plot',
     'data-metric': metric
   });
@@ -336,7 +338,7 @@ function metricPlot(
               width: barWidth * 0.9,
               height: Math.max(0, H - M.bottom - top),
               fill: colour,
-              class: 'pl-bar',
+              class: 'pl-plot-bar',
               'data-impl': impl,
               'data-point': r.point
             },
@@ -412,20 +414,88 @@ function metricPlot(
   return plot;
 }
 
-function roofline(plan: Partial<IBenchPlan>, rows: IBenchRow[]): HTMLElement {
-  const wrap = h('div', {});
+/** The roof a roofline is drawn against: the plan's chip, or one the user picked. */
+export function roofOf(
+  plan: Partial<IBenchPlan>,
+  picked: string
+): IBenchRoof | null {
+  const roofs = plan.roofs ?? [];
+  const chosen = picked ? roofs.find(r => r.name === picked) : undefined;
+  if (chosen) {
+    return chosen;
+  }
+  if (!plan.chip) {
+    return null;
+  }
+  return {
+    name: plan.chip,
+    peak_flops: plan.peak_flops ?? 0,
+    peak_bandwidth: plan.peak_bandwidth ?? 0,
+    peak_label: plan.peak_label ?? ''
+  };
+}
+
+/** "roof of [chip]": every chip of the hardware table, the plan's by default. */
+function roofPicker(
+  plan: Partial<IBenchPlan>,
+  picked: string,
+  choose: (chip: string) => void
+): HTMLElement | null {
+  const roofs = plan.roofs ?? [];
+  if (!roofs.length) {
+    return null;
+  }
+  const current = roofOf(plan, picked)?.name ?? '';
+  const select = h(
+    'select',
+    {
+      class: 'pl-picker',
+      'aria-label': 'chip',
+      dataset: { role: 'roof-chip' },
+      onchange: (e: Event) => choose((e.target as HTMLSelectElement).value)
+    },
+    current ? null : h('option', { value: '', text: 'choose a chip\u2026' }),
+    ...roofs.map(r =>
+      h('option', {
+        value: r.name,
+        text: r.name + (r.name === plan.chip ? ' (this device)' : ''),
+        selected: r.name === current ? 'selected' : null
+      })
+    )
+  );
+  return h(
+    'div',
+    { class: 'pl-toolbar pl-roof-toolbar' },
+    h('label', { class: 'pl-control' }, 'Roof of ', select)
+  );
+}
+
+function roofline(
+  plan: Partial<IBenchPlan>,
+  rows: IBenchRow[],
+  picked = '',
+  choose: (chip: string) => void = () => undefined
+): HTMLElement {
+  const wrap = h('div', { class: 'pl-roofline' });
   const placed = rows.filter(
     r => (r.flops ?? 0) > 0 && (r.bytes ?? 0) > 0 && (r.median_ms ?? 0) > 0
   );
   const intensity = (r: IBenchRow) => (r.flops as number) / (r.bytes as number);
   const intensities = [...new Set(placed.map(intensity))];
-  if (!plan.chip) {
+  const picker = roofPicker(plan, picked, choose);
+  if (picker) {
+    wrap.append(picker);
+  }
+  const roof = roofOf(plan, picked);
+  if (!roof) {
     wrap.append(
       h('p', {
         class: 'pl-notice',
         text:
           `No roof to draw: this device (${plan.device}) is not in pallaslab's ` +
-          'hardware table; pass chip="H100" (or "v5e" \u2026) to choose one.'
+          'hardware table. Choose a chip above to see where the kernel sits on ' +
+          'its roof (from Python, pallaslab.bench(..., chip="H100") and ' +
+          'pallaslab.tune(..., chip="v5e") pick one).'
       })
     );
     if (intensities.length) {
@@ -439,8 +509,8 @@ function roofline(plan: Partial<IBenchPlan>, rows: IBenchRow[]): HTMLElement {
     }
     return wrap;
   }
-  const peak = plan.peak_flops ?? 0;
-  const bw = plan.peak_bandwidth ?? 0;
+  const peak = roof.peak_flops;
+  const bw = roof.peak_bandwidth;
   const ridge = peak / bw;
   const lo = Math.min(ridge / 16, ...intensities.map(v => v / 4));
   const hi = Math.max(ridge * 16, ...intensities.map(v => v * 4));
@@ -454,6 +524,7 @@ function roofline(plan: Partial<IBenchPlan>, rows: IBenchRow[]): HTMLElement {
   const plot = svg('svg', {
     width: W,
     height: H,
+    viewBox: `0 0 ${W} ${H}`,
     class: 'pl-plot',
     'data-metric': 'roofline'
   });
@@ -468,27 +539,28 @@ function roofline(plan: Partial<IBenchPlan>, rows: IBenchRow[]): HTMLElement {
     'arithmetic intensity (FLOP/byte, log)',
     'TFLOP/s (log)'
   );
-  const roof: string[] = [];
+  const outline: string[] = [];
   for (let k = 0; k <= 64; k++) {
     const v = lo * (hi / lo) ** (k / 64);
-    roof.push(`${x(v)},${y(Math.min(peak, v * bw) / 1e12)}`);
+    outline.push(`${x(v)},${y(Math.min(peak, v * bw) / 1e12)}`);
   }
+  plot.dataset.chip = roof.name;
   plot.append(
     svg(
       'polyline',
       {
-        points: roof.join(' '),
+        points: outline.join(' '),
         fill: 'none',
         stroke: '#333',
         'stroke-width': 2,
         class: 'pl-roof'
       },
-      svg('title', {}, plan.peak_label ?? '')
+      svg('title', {}, roof.peak_label)
     ),
     svg(
       'text',
       { x: x(ridge) + 4, y: y(peak / 1e12) - 4 },
-      `${plan.chip} roof \u00b7 ridge ${num(ridge)} FLOP/B`
+      `${roof.name} roof \u00b7 ridge ${num(ridge)} FLOP/B`
     )
   );
   const impls = [...new Set(rows.map(r => r.impl))];
@@ -521,7 +593,8 @@ function roofline(plan: Partial<IBenchPlan>, rows: IBenchRow[]): HTMLElement {
           'CPU interpret timings are not placed on a GPU/TPU roof. The dashed lines ' +
           "show where the kernel's arithmetic intensity sits: left of the ridge it is " +
           'memory-bound, right of it compute-bound.'
-      })
+      }),
+      h('p', { class: 'pl-facts', text: `Roof: ${roof.peak_label}` })
     );
     return wrap;
   }
@@ -546,6 +619,20 @@ function roofline(plan: Partial<IBenchPlan>, rows: IBenchRow[]): HTMLElement {
     );
   });
   wrap.append(plot);
+  if (roof.name !== plan.chip) {
+    wrap.append(
+      h('p', {
+        class: 'pl-notice',
+        text: `Timed on ${plan.device}, placed on the ${roof.name}'s roof.`
+      })
+    );
+  }
+  wrap.append(
+    h('p', {
+      class: 'pl-facts',
+      text: `Roof: ${roof.peak_label}`
+    })
+  );
   return wrap;
 }
 
@@ -698,8 +785,13 @@ function legendMarker(
   return marker;
 }
 
-/** Draws the benchmark view into `el`; returns the clean-up anywidget calls. */
-export function render({
+/**
+ * Draws the benchmark view into `el`; returns the clean-up anywidget calls.
+ *
+ * anywidget takes it from the module's default export (`export default { render }`):
+ * a module exporting `render` by name is logged as deprecated for every widget.
+ */
+export function renderBench({
   model,
   el
 }: {
@@ -707,6 +799,8 @@ export function render({
   el: HTMLElement;
 }): () => void {
   const root = h('div', { class: 'pallaslab pl-bench' });
+  // The chip whose roof the roofline shows, when the user picked one.
+  let picked = '';
   const draw = () => {
     clear(root);
     const plan = (model.get('plan') ?? {}) as Partial<IBenchPlan>;
@@ -730,6 +824,15 @@ export function render({
     if (plan.note) {
       root.append(
         h('div', { class: 'pl-cpu-label', role: 'note', text: plan.note })
+      );
+    }
+    for (const notice of plan.notices ?? []) {
+      root.append(
+        h('p', {
+          class: 'pl-notice pl-bench-notice',
+          role: 'note',
+          text: notice
+        })
       );
     }
     const total = p.total || 0;
@@ -785,7 +888,12 @@ export function render({
     if (metric === 'table') {
       root.append(rowsTable(rows));
     } else if (metric === 'roofline') {
-      root.append(roofline(plan, rows));
+      root.append(
+        roofline(plan, rows, picked, chip => {
+          picked = chip;
+          draw();
+        })
+      );
     } else {
       root.append(
         metricPlot(plan, rows, metric in METRIC_KEYS ? metric : 'time')
@@ -842,15 +950,6 @@ export function render({
         )
       );
     }
-    if (plan.peak_label && metric === 'roofline') {
-      root.append(
-        h('p', {
-          class: 'pl-facts',
-          style: 'margin: 4px 10px',
-          text: `Roof: ${plan.peak_label}`
-        })
-      );
-    }
   };
   const events = [
     'change:rows',
@@ -870,4 +969,4 @@ export function render({
   };
 }
 
-export default { render };
+export default { render: renderBench };

@@ -28,7 +28,9 @@ function renderProblem(problem: IProblemModel): HTMLElement {
     { class: 'pl-problem', role: 'alert' },
     h('b', { text: problem.where ? `${problem.where}: ` : '' }),
     h('span', { text: problem.summary }),
-    problem.hint ? h('div', { class: 'pl-hint', text: problem.hint }) : null
+    problem.hint
+      ? h('div', { class: 'pl-problem-hint', text: problem.hint })
+      : null
   );
 }
 
@@ -94,8 +96,13 @@ export function requests(model: IWidgetModel): {
   return { requester, onMessage };
 }
 
-/** Draws the inspector into `el`; returns the clean-up anywidget calls. */
-export function render({
+/**
+ * Draws the inspector into `el`; returns the clean-up anywidget calls.
+ *
+ * anywidget takes it from the module's default export (`export default { render }`):
+ * a module exporting `render` by name is logged as deprecated for every widget.
+ */
+export function renderInspector({
   model,
   el
 }: {
@@ -203,4 +210,4 @@ export function render({
   };
 }
 
-export default { render };
+export default { render: renderInspector };

@@ -1,8 +1,12 @@
 """Source text and human names for the files kernels come from.
 
-Notebook cells are compiled under temporary file names; the magic registers each
-cell it runs here ("Cell [4]"), so messages and views can say "Cell line 7" and show
-the cell's text. Other files are read with `linecache`.
+Notebook cells are compiled under temporary file names (`/tmp/ipykernel_123/2371327097.py`,
+`<ipython-input-6-a1b2c3>`); everything that shows a location names a cell as the
+notebook does, "Cell [4] line 7", through `location` and `label` here. The magic
+registers each cell it runs ("Cell [4]", with its text); any other cell is named by
+the number IPython gave it, which the top-level package reads from the running shell
+(`register_cell_numbers`: this layer imports no IPython). Other files are read with
+`linecache`.
 """
 
 from __future__ import annotations
@@ -11,13 +15,20 @@ import ast
 import dataclasses
 import functools
 import linecache
+import re
 import sys
 import sysconfig
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 _cell_labels: dict[str, str] = {}
+# Returns {cell file name: execution count} of the running shell ({} outside one).
+_cell_numbers: Callable[[], Mapping[str, Any]] | None = None
+# IPython's own names for cells: `<ipython-input-6-a1b2c3>` (terminal, testing shell)
+# and ipykernel's `.../ipykernel_<pid>/<hash>.py`.
+_IPYTHON_INPUT = re.compile(r"^<ipython-input-(\d+)-[0-9a-f]+>$")
+_KERNEL_CELL_FILE = re.compile(r"ipykernel_\d+[/\\]-?\d+\.py$")
 
 
 def register_cell(filename: str, label: str, text: str) -> None:
@@ -27,14 +38,61 @@ def register_cell(filename: str, label: str, text: str) -> None:
     linecache.cache[filename] = (len(text), None, lines, filename)
 
 
-def cell_label(filename: str) -> str | None:
-    """The label of a registered cell ("Cell [4]"), or None for other files."""
-    return _cell_labels.get(filename)
+def register_cell_numbers(numbers: Callable[[], Mapping[str, Any]] | None) -> None:
+    """Sets how the running shell's cells are numbered: `{file name: execution count}`."""
+    global _cell_numbers  # noqa: PLW0603
+    _cell_numbers = numbers
+
+
+def cell_numbers() -> Mapping[str, Any]:
+    """The running shell's cell numbers by file name ({} outside IPython)."""
+    if _cell_numbers is None:
+        return {}
+    try:
+        found = _cell_numbers()
+    except Exception:  # a shell in an odd state names no cells, it breaks nothing
+        return {}
+    return found if isinstance(found, Mapping) else {}
+
+
+def is_cell_file(filename: str) -> bool:
+    """Whether `filename` is one IPython gives a cell's code, numbered or not."""
+    return bool(_IPYTHON_INPUT.match(filename) or _KERNEL_CELL_FILE.search(filename))
+
+
+def cell_label(filename: str, numbers: Mapping[str, Any] | None = None) -> str | None:
+    """How the notebook names a cell ("Cell [4]"); None for other files.
+
+    The magic's label for a cell it ran, else the number the shell ran the cell as
+    (`numbers`, by default the running shell's), else the number in IPython's
+    `<ipython-input-N-...>` name. A cell file no shell numbers any more (another
+    session's) is "a notebook cell".
+    """
+    if found := _cell_labels.get(filename):
+        return found
+    number = (cell_numbers() if numbers is None else numbers).get(filename)
+    if number is not None:
+        return f"Cell [{number}]"
+    if match := _IPYTHON_INPUT.match(filename):
+        return f"Cell [{match.group(1)}]"
+    return "a notebook cell" if is_cell_file(filename) else None
 
 
 def label(filename: str) -> str:
-    """A short human name: the cell label, else the file's base name."""
-    return _cell_labels.get(filename) or Path(filename).name or filename
+    """A short human name: the cell's ("Cell [4]"), else the file's base name."""
+    return cell_label(filename) or Path(filename).name or filename
+
+
+def location(filename: str, line: int | None) -> str:
+    """Where a line is, as messages and views show it.
+
+    "Cell [4] line 7" in a notebook cell, `path/to/kernels.py:31` in a file (as
+    compilers print it, for editors to follow), the file alone without a line.
+    """
+    found = cell_label(filename)
+    if found is not None:
+        return f"{found} line {line}" if line else found
+    return f"{filename}:{line}" if line else filename
 
 
 def lines(filename: str) -> list[str]:
@@ -111,16 +169,13 @@ def message_name(
     """How messages name a source file's lines; None for a library's (left out).
 
     "Cell line" for the cell running (`current`), "Cell [5] line" for another
-    notebook cell (registered here, or numbered in IPython's `cell_numbers`),
-    "file.py line" for the user's own files.
+    notebook cell (registered here, or numbered in `cell_numbers`, by default the
+    running shell's), "file.py line" for the user's own files.
     """
     if current is not None and filename == current:
         return "Cell line"
-    if found := cell_label(filename):
+    if found := cell_label(filename, cell_numbers):
         return f"{found} line"
-    number = (cell_numbers or {}).get(filename)
-    if number is not None:
-        return f"Cell [{number}] line"
     return f"{Path(filename).name} line" if is_user_source(filename) else None
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from pallaslab._src.bench import sweep, tune
+from pallaslab._src.bench import plan, sweep, tune
 from pallaslab._src.bench.live import Observer
 from pallaslab._src.core import programs, running, session
 from pallaslab._src.core.inspection import Inspection
@@ -41,7 +41,9 @@ def bench_cell(
     baseline = ref if callable(ref) else None
     with running.forced_interpret(interpret):
         title = inspection.name + (" vs XLA" if baseline is not None else "")
-        return sweep.bench_points(fn, [point], baseline, sweep.SweepOptions(live=live, title=title))
+        # A value reference checked the run already; it has nothing to time: say so.
+        options = sweep.SweepOptions(live=live, title=title, notices=plan.no_baseline_notice(ref))
+        return sweep.bench_points(fn, [point], baseline, options)
 
 
 def tune_cell(

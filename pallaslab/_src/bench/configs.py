@@ -16,7 +16,8 @@ def parse_space(tokens: Sequence[str]) -> dict[str, list[Any]]:
     text.
 
     Raises:
-        ValueError: Naming the token, when it is not `NAME=V1,V2,...`.
+        ValueError: Naming the token, when it is not `NAME=V1,V2,...`, and naming the
+            empty value in one (`BM=32,,64`): a typo never drops a value silently.
     """
     space: dict[str, list[Any]] = {}
     for token in tokens:
@@ -26,8 +27,23 @@ def parse_space(tokens: Sequence[str]) -> dict[str, list[Any]]:
             raise ValueError(f"--tune takes NAME=V1,V2,... ; got {token!r}")
         if name in space:
             raise ValueError(f"--tune names {name} twice")
-        space[name] = [_literal(v.strip()) for v in values.split(",") if v.strip()]
+        texts = [v.strip() for v in values.split(",")]
+        if "" in texts:
+            raise ValueError(f"--tune {token.strip()}: {_empty_value(name, texts)}")
+        space[name] = [_literal(v) for v in texts]
     return space
+
+
+def _empty_value(name: str, texts: list[str]) -> str:
+    """Where the first empty value of `NAME=...` is, in words."""
+    at = texts.index("")
+    if at == 0:
+        where = f"before {texts[1]}" if len(texts) > 1 and texts[1] else "first"
+    elif at == len(texts) - 1:
+        where = f"after {texts[at - 1]}"
+    else:
+        where = f"between {texts[at - 1]} and {texts[at + 1] or '...'}"
+    return f"the value {where} is empty; give each value of {name} once, separated by single commas"
 
 
 def _literal(text: str) -> Any:

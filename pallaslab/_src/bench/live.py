@@ -34,6 +34,11 @@ class Plan:
         peak_label: Where the peaks come from, in words.
         baseline: Measurements of `total` that are not configs or points: the XLA
             baseline a tuning run measures last (so progress counts configs only).
+        notices: What the run will not do, and why, in words (no XLA baseline for a
+            reference that is a value ...).
+        roofs: Every chip of the hardware table as a roof for the dtype at hand
+            (`name`, `peak_flops`, `peak_bandwidth`, `peak_label`), for the view's
+            chip picker when the device is none of them.
     """
 
     title: str
@@ -48,10 +53,15 @@ class Plan:
     peak_bandwidth: float = 0.0
     peak_label: str = ""
     baseline: int = 0
+    notices: tuple[str, ...] = ()
+    roofs: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The plan as plain JSON values."""
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data["notices"] = list(self.notices)
+        data["roofs"] = [dict(r) for r in self.roofs]
+        return data
 
 
 class Observer(Protocol):
@@ -95,6 +105,8 @@ class TextProgress:
         self._total, self._started, self._title = plan.total, time.monotonic(), plan.title
         note = f" [{plan.note}]" if plan.note else ""
         self._write(f"{plan.title}{note}\n")
+        for notice in plan.notices:
+            self._write(f"  note: {notice}\n")
 
     def update(self, row: dict[str, Any], done: int) -> None:
         """Redraws the bar with the point just measured."""

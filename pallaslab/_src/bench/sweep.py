@@ -81,7 +81,8 @@ class Point:
 class SweepOptions:
     """How a sweep measures: `bench`'s keyword arguments of the same names.
 
-    `title` is the plot's title as given (`bench` supplies "<fn> vs XLA" for none).
+    `title` is the plot's title as given (`bench` supplies "<fn> vs XLA" for none);
+    `notices` say what the sweep will not do (`plan.no_baseline_notice`).
     """
 
     flops: float | Callable[[Any], float] | None = None
@@ -92,6 +93,7 @@ class SweepOptions:
     settings: harness.TimerSettings | None = None
     seed: int = 0
     title: str = ""
+    notices: tuple[str, ...] = ()
 
 
 def bench(
@@ -160,6 +162,7 @@ def bench_points(
         total=len(points) * len(impls),
         x_label="size",
         dtype=dtype,
+        notices=options.notices,
     )
     shared = _Sweep(fn, ref, context, options)
     rows: list[Row] = []

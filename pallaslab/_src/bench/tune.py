@@ -20,6 +20,7 @@ from pallaslab._src.bench import cache as tune_cache
 from pallaslab._src.bench import harness, roofline, sweep
 from pallaslab._src.bench.configs import check_names, config_label, configs_of, parse_space
 from pallaslab._src.bench.live import Observer
+from pallaslab._src.bench.plan import no_baseline_notice
 from pallaslab._src.bench.trial import (
     Built,
     build_config,
@@ -147,6 +148,8 @@ def tune_configs(
         raise ValueError("nothing to tune: give at least one value per name")
     observer = sweep.resolve_live(options.live)
     baseline = 1 if callable(ref) else 0
+    # A reference that is a value checks every config, but there is no XLA to time.
+    unmeasured = no_baseline_notice(ref)
     context = sweep.sweep_context(
         options.chip,
         f"tuning {name}",
@@ -154,9 +157,10 @@ def tune_configs(
         total=len(configs) + baseline,
         x_label="config",
         baseline=baseline,
+        notices=unmeasured,
     )
     rows: list[sweep.Row] = []
-    notices: list[str] = []
+    notices: list[str] = list(unmeasured)
     store: tune_cache.TuneCache | None = None
     stored: dict[str, dict[str, Any]] = {}
     fresh: dict[str, dict[str, Any]] = {}

@@ -12,6 +12,23 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def _config_column(column: pd.Series, values: tuple[Any, ...]) -> pd.Series:
+    """A config name's column in its values' own type, missing where a row has none."""
+    import pandas as pd  # noqa: PLC0415 - the table is pandas already
+
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        dtype = "boolean"
+    elif present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        dtype = "Int64"
+    elif present and all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
+        dtype = "Float64"
+    else:
+        # Other values (text, tuples, a mix) stay as they are; None is missing.
+        return column.astype(object).where(column.notna(), pd.NA)
+    return column.astype(dtype)
+
+
 @dataclasses.dataclass(frozen=True)
 class TuneResult:
     """The outcome of a tuning run.
@@ -39,10 +56,16 @@ class TuneResult:
 
     @property
     def table(self) -> pd.DataFrame:
-        """The rows as a DataFrame: one per config (and the baseline), config names first."""
+        """The rows as a DataFrame: one per config (and the baseline), config names first.
+
+        A name's column keeps its values' type: integers stay integers (`BLOCK_M` 32,
+        never 32.0) and the XLA baseline, which has no config, reads `<NA>` there.
+        """
         frame = sweep.to_frame(self.rows, sweep.SweepContext(self.plan, None), state=self.state)
         names = [n for n in self.space if n in frame.columns]
         frame = frame.drop(columns=[c for c in ("size",) if c in frame.columns])
+        for name in names:
+            frame[name] = _config_column(frame[name], self.space[name])
         rest = [c for c in frame.columns if c not in names and c != "impl"]
         return frame[["impl", *names, *rest]]
 

@@ -14,6 +14,7 @@ import math
 from typing import TYPE_CHECKING, Any, Literal
 
 from pallaslab._src.base import display, words
+from pallaslab._src.base import sources as base_sources
 from pallaslab._src.base.textdiff import Op
 
 if TYPE_CHECKING:
@@ -431,7 +432,7 @@ def _effect(delta: Delta) -> str:
 
 
 def _sources_text(sources: tuple[tuple[str, int], ...]) -> str:
-    return ", ".join(f"{file}:{line}" for file, line in sources)
+    return ", ".join(base_sources.location(file, line) for file, line in sources)
 
 
 def _hunks_text(ir: IrDiff, context: int, max_rows: int) -> list[str]:

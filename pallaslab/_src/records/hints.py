@@ -63,8 +63,8 @@ class Hint:
         raise KeyError(f"no figure {name!r}; figures: {', '.join(k for k, _ in self.figures)}")
 
     def describe(self) -> str:
-        """`file:line: warning: message`, as compilers print it."""
-        where = f"{self.location.file}:{self.location.line}: " if self.location else ""
+        """`file:line: warning: message`, as compilers print it ("Cell [3] line 10: ...")."""
+        where = f"{self.location}: " if self.location else ""
         return f"{where}{self.severity}: {self.message}"
 
     def __str__(self) -> str:

@@ -14,6 +14,7 @@ from typing import Literal
 
 import numpy as np
 
+from pallaslab._src.base import sources
 from pallaslab._src.records.indexmap import IndexMap
 
 Role = Literal["in", "out", "scratch"]
@@ -36,7 +37,8 @@ class SourceLocation:
     function: str = ""
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        # "Cell [3] line 10" in a notebook cell, "path/kernels.py:31" in a file.
+        return sources.location(self.file, self.line)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -217,11 +217,7 @@ class Leak:
             ),
         }.get(self.cause, self.source)
         nan = f", {self.nan_elements} of them NaN" if self.nan_elements else ""
-        where = (
-            f" ({self.location.file}:{self.location.line})"
-            if self.location and with_location
-            else ""
-        )
+        where = f" ({self.location})" if self.location and with_location else ""
         detail = f" {self.detail}" if self.detail else ""
         return (
             f"{self.kernel}: tile{plural} {shown}{more} of {self.output} {verb} on {what}: "
@@ -287,11 +283,7 @@ class OutOfBounds:
             if self.cause == "clamped-slice"
             else "Lanes the mask enables lie outside it: check the mask against the block's size."
         )
-        where = (
-            f" ({self.location.file}:{self.location.line})"
-            if self.location and with_location
-            else ""
-        )
+        where = f" ({self.location})" if self.location and with_location else ""
         return (
             f"{self.kernel}: a {verb} {self.ref} reaches elements {reach}, outside "
             f"{self.ref} ({size}), in {programs}.{where} {why}"

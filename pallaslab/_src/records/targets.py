@@ -12,6 +12,8 @@ import dataclasses
 import difflib
 import functools
 
+from pallaslab._src.records import hardware
+
 GPU_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 TRITON_STAGES = ("ttgir", "llir", "ptx", "sass")
 TPU_CHIPS = ("v4", "v5e", "v5p", "v6e", "7x")
@@ -67,10 +69,39 @@ class Target:
 
     @property
     def group(self) -> str:
-        """The group it is listed under: "Program", "GPU", "TPU"."""
+        """The group it is listed under, by family and chip.
+
+        "Whole program (StableHLO)", "GPU · Mosaic GPU", "GPU · Triton", "GPU · Triton
+        for sm_90 (H100, H200)" (a Triton stage per architecture), "GPU · XLA's own
+        compile", "TPU v5e" (Mosaic TPU and libtpu's compile of one chip).
+        """
         if self.kind == "stablehlo":
-            return "Program"
-        return "TPU" if self.kind in ("mosaic-tpu", "tpu-compile") else "GPU"
+            return "Whole program (StableHLO)"
+        if self.kind in ("mosaic-tpu", "tpu-compile"):
+            return f"TPU {self.arch}"
+        if self.kind == "xla-gpu":
+            return "GPU · XLA's own compile"
+        if self.kind == "mosaic-gpu":
+            return "GPU · Mosaic GPU"
+        if not self.arch:
+            return "GPU · Triton"
+        chips = ", ".join(g.name for g in hardware.GPUS.values() if g.arch == self.arch)
+        return f"GPU · Triton for {self.arch}" + (f" ({chips})" if chips else "")
+
+    @property
+    def family_rank(self) -> int:
+        """Where its family is listed: the program, then GPU targets, then TPU ones."""
+        return _FAMILY_RANK.get(self.kind, len(_FAMILY_RANK))
+
+
+_FAMILY_RANK = {
+    "stablehlo": 0,
+    "mosaic-gpu": 1,
+    "triton": 2,
+    "xla-gpu": 3,
+    "mosaic-tpu": 4,
+    "tpu-compile": 4,
+}
 
 
 @functools.cache

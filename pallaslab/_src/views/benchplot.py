@@ -1,7 +1,9 @@
-"""Static plots of a sweep or a tuning run (matplotlib, Agg): for saved notebooks.
+"""Static plots of a sweep or a tuning run (matplotlib's Agg canvas): for saved notebooks.
 
 The live widget draws in the browser; these PNGs are the fallback that stays in a
 saved or exported notebook. No JAX here: the inputs are the rows' plain dicts.
+Figures are drawn on a `Figure` of their own, never through pyplot: the user's
+backend (and every later `plt.show()`) stays as it was.
 """
 
 from __future__ import annotations
@@ -23,9 +25,8 @@ METRICS = {
 
 def png(plan: dict[str, Any], rows: Sequence[dict[str, Any]], metric: str = "time") -> bytes:
     """The metric vs size (or config), Pallas vs XLA, and the roofline when a chip is known."""
-    import matplotlib  # noqa: PLC0415 - only when a static plot is asked for
-
-    matplotlib.use("Agg", force=False)
+    # Only when a static plot is asked for. `savefig` draws on an Agg canvas of the
+    # figure's own: matplotlib.use() would switch the whole session's backend.
     from matplotlib.figure import Figure  # noqa: PLC0415
 
     show_roof = bool(plan.get("chip")) and plan.get("backend") != "cpu"

@@ -185,6 +185,7 @@ def summary_text(plan: dict[str, Any], rows: list[dict[str, Any]], progress: dic
     ]
     if plan.get("note"):
         lines.append(f"  {plan['note']}")
+    lines += [f"  note: {notice}" for notice in plan.get("notices") or ()]
     for row in rows:
         if row.get("status", "ok") == "ok":
             what = f"{_number(row.get('median_ms'))} ms"
@@ -252,6 +253,10 @@ def static_html(plan: dict[str, Any], rows: list[dict[str, Any]], progress: dict
     ]
     if plan.get("note"):
         parts.append(f"<p style='color:#8a5000'><b>{html.escape(plan['note'])}</b></p>")
+    parts.extend(
+        f"<p class='pl-bench-notice' style='color:#59636e'>{html.escape(str(notice))}</p>"
+        for notice in plan.get("notices") or ()
+    )
     if rows:
         try:
             image = benchplot.png_base64(plan, rows)

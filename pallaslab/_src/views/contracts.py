@@ -534,6 +534,10 @@ class IrLoweredReply(TypedDict):
     error: IrError | None
     resources: ResourcesModel | None
     stages: list[str]
+    #: What the main text ("final" in the stage picker) is, in one sentence.
+    finalTitle: str
+    #: What each of `stages` is, in one sentence each (same order).
+    stageTitles: list[str]
     lines: int
     chunks: int
     mapped: int
@@ -541,6 +545,8 @@ class IrLoweredReply(TypedDict):
     costs: list[IrLineCost]
     #: The kernel body's totals in one line ("" without costs).
     costNote: str
+    #: Why no line of this text is linked to the source ("" when some are).
+    unlinked: str
 
 
 class IrChunkReply(TypedDict):
@@ -931,6 +937,7 @@ class AccessRow(TypedDict):
     ref: int
     primitive: str
     line: int
+    #: Where the access is written, named as the other views name it ("Cell [3]").
     file: str
     lanes: int
     masked: int
@@ -1196,6 +1203,15 @@ class TabReplyMessage(TypedDict):
 # The live benchmark view's traits.
 
 
+class BenchRoof(TypedDict):
+    """One chip's roof for the sweep's dtype."""
+
+    name: str
+    peak_flops: float
+    peak_bandwidth: float
+    peak_label: str
+
+
 class BenchPlan(TypedDict):
     """What a sweep or a tuning run is about to measure."""
 
@@ -1212,6 +1228,10 @@ class BenchPlan(TypedDict):
     peak_label: str
     #: Measurements of `total` that are no config: a tuning run's XLA baseline.
     baseline: int
+    #: What the run will not do, and why (no XLA baseline for a value reference ...).
+    notices: list[str]
+    #: Every chip of the hardware table as a roof, for the roofline's chip picker.
+    roofs: list[BenchRoof]
 
 
 class BenchRow(TypedDict):

@@ -9,8 +9,10 @@ import {
   niceTicks,
   num,
   progressCount,
-  render
+  renderBench as render
 } from '../../widget/bench';
+import * as benchModule from '../../widget/bench';
+import * as inspectorModule from '../../widget/inspector';
 import { FakeModel } from './fakes';
 
 const PLAN: IBenchPlan = {
@@ -25,7 +27,9 @@ const PLAN: IBenchPlan = {
   peak_flops: 0,
   peak_bandwidth: 0,
   peak_label: '',
-  baseline: 0
+  baseline: 0,
+  notices: [],
+  roofs: []
 };
 
 function row(
@@ -148,7 +152,7 @@ describe('the benchmark view', () => {
     });
     const el = document.createElement('div');
     render({ model, el });
-    const bars = Array.from(el.querySelectorAll('rect.pl-bar'));
+    const bars = Array.from(el.querySelectorAll('rect.pl-plot-bar'));
     expect(bars.map(b => b.getAttribute('data-impl'))).toEqual([
       'pallas',
       'xla'
@@ -215,5 +219,71 @@ describe('the benchmark view', () => {
     expect(
       lined.every(m => m.querySelector('line') && m.querySelector('circle'))
     ).toBe(true);
+  });
+
+  it('says what the run will not do', () => {
+    const notice = 'No XLA baseline: the reference (--ref) is a value';
+    const model = new FakeModel({
+      plan: { ...PLAN, notices: [notice] },
+      rows: [row('BLOCK=64', 2)],
+      progress: { done: 1, total: 1, state: 'finished', message: '' },
+      metric: 'time'
+    });
+    const el = document.createElement('div');
+    render({ model, el });
+    expect(el.querySelector('.pl-bench-notice')?.textContent).toBe(notice);
+  });
+
+  it('draws the roofline of a chip the user picks when the device has none', () => {
+    const roofs = [
+      {
+        name: 'H100',
+        peak_flops: 989e12,
+        peak_bandwidth: 3.35e12,
+        peak_label: 'H100 BF16 dense tensor-core peak'
+      },
+      {
+        name: 'v5e',
+        peak_flops: 197e12,
+        peak_bandwidth: 0.82e12,
+        peak_label: 'TPU v5e BF16 peak'
+      }
+    ];
+    const model = new FakeModel({
+      plan: { ...PLAN, roofs },
+      rows: [row('BLOCK=64', 2, { flops: 2e9, bytes: 1e6 })],
+      progress: { done: 1, total: 1, state: 'finished', message: '' },
+      metric: 'roofline'
+    });
+    const el = document.createElement('div');
+    render({ model, el });
+    // No chip is known: the view offers every chip rather than an option it lacks.
+    expect(el.querySelector('svg[data-metric="roofline"]')).toBeNull();
+    expect(el.textContent).not.toContain('pass chip=');
+    const picker = el.querySelector(
+      'select[data-role="roof-chip"]'
+    ) as HTMLSelectElement;
+    expect(Array.from(picker.options).map(o => o.value)).toEqual([
+      '',
+      'H100',
+      'v5e'
+    ]);
+    picker.value = 'v5e';
+    picker.dispatchEvent(new Event('change'));
+    const plot = el.querySelector('svg[data-metric="roofline"]') as SVGElement;
+    expect(plot.dataset.chip).toBe('v5e');
+    expect(plot.textContent).toContain('v5e roof');
+    // CPU timings are not placed on the roof: the kernel's intensity is.
+    expect(plot.querySelectorAll('line[stroke-dasharray="4 3"]')).toHaveLength(
+      1
+    );
+    expect(el.textContent).toContain('Roof: TPU v5e BF16 peak');
+  });
+
+  it('is exported as anywidget wants it: a default export, no bare render', () => {
+    expect('render' in benchModule).toBe(false);
+    expect(typeof benchModule.default.render).toBe('function');
+    expect('render' in inspectorModule).toBe(false);
+    expect(typeof inspectorModule.default.render).toBe('function');
   });
 });

@@ -3,7 +3,7 @@
  */
 // The Diff tab: the summary first, figures by group, each IR side by side.
 import type { IDiffPane } from '../../contracts';
-import { render } from '../../widget/inspector';
+import { renderInspector as render } from '../../widget/inspector';
 import { DIFF } from '../../widget/tabs/diff';
 import { FakeModel, fakeContext } from './fakes';
 import { XSS } from './fixtures';

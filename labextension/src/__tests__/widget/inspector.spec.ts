@@ -2,7 +2,7 @@
  * @jest-environment jsdom
  */
 // The inspector: header, tab bar, one pane from its trait, and the request route.
-import { render, requests } from '../../widget/inspector';
+import { renderInspector as render, requests } from '../../widget/inspector';
 import { FakeModel, settle } from './fakes';
 import { HEADER, overview, TABS, XSS } from './fixtures';
 

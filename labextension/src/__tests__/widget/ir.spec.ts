@@ -23,11 +23,14 @@ const SUMMARY: IIrLoweredReply = {
     occupancy: []
   },
   stages: [],
+  finalTitle: "Triton IR (TTIR): the target's own text.",
+  stageTitles: [],
   lines: 3,
   chunks: 2,
   mapped: 1,
   costs: [],
-  costNote: ''
+  costNote: '',
+  unlinked: ''
 };
 
 function answer(body: TabRequestBody) {
@@ -61,7 +64,9 @@ describe('the IR tab', () => {
     const root = document.createElement('div');
     const ctx = fakeContext(answer);
     IR.render(root, IR_PANE, ctx);
-    expect(root.querySelector('.pl-hint')?.textContent).toBe('Lowering\u2026');
+    expect(root.querySelector('.pl-ir-status')?.textContent).toBe(
+      'Lowering\u2026'
+    );
     await settle();
     await settle();
     expect(ctx.asked).toEqual([
@@ -69,7 +74,7 @@ describe('the IR tab', () => {
       { type: 'chunk', index: 0, kernel: 0, target: 'triton', stage: '' },
       { type: 'chunk', index: 1, kernel: 0, target: 'triton', stage: '' }
     ]);
-    expect(root.querySelector('.pl-toolbar .pl-hint')?.textContent).toBe(
+    expect(root.querySelector('.pl-toolbar .pl-ir-status')?.textContent).toBe(
       '3 lines, 1 linked to source \u00b7 lowered in 0.5 s'
     );
     expect(root.querySelector('.pl-ir-header')?.textContent).toContain(
@@ -140,5 +145,59 @@ describe('the IR tab', () => {
       g => g.label
     );
     expect(groups).toEqual(['GPU', 'TPU']);
+  });
+
+  it('explains "final" and every stage, and says why a text links to no line', async () => {
+    const unlinked = 'XLA strips source locations from Triton kernels.';
+    const stages: IIrLoweredReply = {
+      ...SUMMARY,
+      key: { kernel: 0, target: 'xla-gpu:H100', stage: '' },
+      language: 'sass',
+      stages: ['ptx', 'ptxas'],
+      finalTitle: 'The SASS XLA compiled for the H100.',
+      stageTitles: ['PTX, the virtual instruction set.', "ptxas' report."],
+      chunks: 1,
+      mapped: 0,
+      unlinked
+    };
+    const root = document.createElement('div');
+    IR.render(
+      root,
+      { ...IR_PANE, initial: { kernel: 0, target: 'xla-gpu:H100' } },
+      fakeContext(body =>
+        'type' in body && body.type === 'lower'
+          ? stages
+          : {
+              type: 'chunk' as const,
+              index: 0,
+              first: 1,
+              lines: ['FADD R0, R1, R2 ;'],
+              map: [],
+              last: true
+            }
+      )
+    );
+    await settle();
+    await settle();
+    const picker = root.querySelector(
+      'select[aria-label="stage"]'
+    ) as HTMLSelectElement;
+    expect(
+      Array.from(picker.options).map(o => [o.value || 'final', o.title])
+    ).toEqual([
+      ['final', 'The SASS XLA compiled for the H100.'],
+      ['ptx', 'PTX, the virtual instruction set.'],
+      ['ptxas', "ptxas' report."]
+    ]);
+    expect(root.querySelector('[data-role="stage-note"]')?.textContent).toBe(
+      'final: The SASS XLA compiled for the H100.'
+    );
+    // Nothing links the SASS to the source: the pane says why and shows the kernel.
+    expect(root.querySelector('[data-role="unlinked"]')?.textContent).toBe(
+      unlinked
+    );
+    expect(
+      root.querySelectorAll('.pl-split .pl-code-title')[0]?.textContent
+    ).toBe('Cell [3]');
   });
 });

@@ -33,7 +33,7 @@ function figureRow(figure: IDiffFigure): HTMLElement {
         ? h('span', { class: `pl-diff-${figure.verdict}`, text: figure.change })
         : figure.change,
       figure.note
-        ? h('span', { class: 'pl-hint', text: `(${figure.note})` })
+        ? h('span', { class: 'pl-aside', text: `(${figure.note})` })
         : null
     )
   );
@@ -190,7 +190,7 @@ export const DIFF: ITabRenderer<IDiffPane> = {
             { class: 'pl-toolbar' },
             h('label', {}, toggle, ' wrap long lines'),
             h('span', {
-              class: 'pl-hint',
+              class: 'pl-aside',
               text: 'hover a source link to read the line'
             })
           )

@@ -100,8 +100,11 @@ export function resourcesBox(
             { class: 'pl-occupancy' },
             h(
               'span',
-              { class: 'pl-bar' },
-              h('span', { class: 'pl-bar-fill', style: `width:${o.percent}%` })
+              { class: 'pl-meter' },
+              h('span', {
+                class: 'pl-meter-fill',
+                style: `width:${o.percent}%`
+              })
             ),
             ` ${o.percent}%`
           ),
@@ -123,10 +126,11 @@ export function resourcesBox(
       'VMEM ',
       h(
         'span',
-        { class: 'pl-bar pl-bar-wide' },
+        { class: 'pl-meter pl-meter-wide' },
         h('span', {
           class:
-            'pl-bar-fill' + (resources.vmemFraction > 1 ? ' pl-bar-over' : ''),
+            'pl-meter-fill' +
+            (resources.vmemFraction > 1 ? ' pl-meter-over' : ''),
           style: `width:${percent}%`
         })
       )
@@ -165,7 +169,7 @@ export function resourcesBox(
           text: t.where ? `${t.where.label} line ${t.where.line}: ` : ''
         }),
         t.message,
-        h('div', { class: 'pl-hint', text: t.hint })
+        h('div', { class: 'pl-problem-hint', text: t.hint })
       )
     );
   }
@@ -250,7 +254,7 @@ export const IR: ITabRenderer<IIrPane> = {
       'aria-label': 'stage',
       hidden: true
     });
-    const status = h('span', { class: 'pl-hint' });
+    const status = h('span', { class: 'pl-ir-status pl-toolbar-note' });
     const openButton = h('button', {
       class: 'pl-button pl-open-text',
       type: 'button',
@@ -258,17 +262,23 @@ export const IR: ITabRenderer<IIrPane> = {
       hidden: true,
       title: 'Open this text in a JupyterLab tab of its own'
     });
+    // Each label stays with its control: a narrow pane wraps whole controls.
     const toolbar = h(
       'div',
       { class: 'pl-toolbar' },
-      'Kernel ',
-      kernelPicker,
-      ' target ',
-      targetPicker,
-      stagePicker,
+      h('label', { class: 'pl-control' }, 'Kernel ', kernelPicker),
+      h('label', { class: 'pl-control' }, 'target ', targetPicker),
+      h('label', { class: 'pl-control', hidden: true }, 'stage ', stagePicker),
       openButton,
       status
     );
+    const stageControl = stagePicker.parentElement as HTMLElement;
+    // What the chosen stage is ("final" and each pass of the pipeline), in words.
+    const stageNote = h('div', {
+      class: 'pl-notice pl-ir-stage',
+      dataset: { role: 'stage-note' },
+      hidden: true
+    });
     const headerBox = h('div', { class: 'pl-ir-header' });
     // Pieces still arriving for an earlier drawing of this pane report here.
     state.ui = { status, openButton, headerBox };
@@ -276,7 +286,7 @@ export const IR: ITabRenderer<IIrPane> = {
     // Long IR lines scroll sideways (the view draws only the rows in sight).
     toolbar.append(layoutControls(panes, ctx.state, { wrap: false }));
     const resourcesHolder = h('div');
-    root.append(toolbar, headerBox, resourcesHolder, panes);
+    root.append(toolbar, stageNote, headerBox, resourcesHolder, panes);
 
     const done = (summary: IIrLoweredReply) =>
       summary.error && !summary.lines
@@ -294,15 +304,23 @@ export const IR: ITabRenderer<IIrPane> = {
     const draw = (entry: IEntry, generation: number): IDrawn | null => {
       const summary = entry.summary;
       status.textContent = entry.complete ? done(summary) : loading(entry);
-      // Stages (a TPU compile's pass pipeline): the main text is "".
+      // Stages (a compile's pass pipeline, its reports): the main text is "final".
       clear(stagePicker);
-      stagePicker.hidden = !summary.stages.length;
+      stageControl.hidden = !summary.stages.length;
+      stageNote.hidden = !summary.stages.length;
       if (summary.stages.length) {
+        const titles = summary.stageTitles ?? [];
         stagePicker.append(
-          h('option', { value: '', text: 'final' }),
-          ...summary.stages.map(s => h('option', { value: s, text: s }))
+          h('option', { value: '', text: 'final', title: summary.finalTitle }),
+          ...summary.stages.map((s, k) =>
+            h('option', { value: s, text: s, title: titles[k] ?? '' })
+          )
         );
         stagePicker.value = state.stage;
+        const at = summary.stages.indexOf(state.stage);
+        stageNote.textContent =
+          `${state.stage || 'final'}: ` +
+          ((at >= 0 ? titles[at] : summary.finalTitle) ?? '');
       }
       headerBox.append(h('div', { class: 'pl-notice', text: summary.header }));
       for (const note of summary.notes) {
@@ -392,6 +410,21 @@ export const IR: ITabRenderer<IIrPane> = {
       linker = linkViews(textView, sourceViews, [], { sourceView });
       if (!error) {
         panes.append(left, h('div', { class: 'pl-pane' }, textView.el));
+      }
+      if (!error && summary.unlinked) {
+        // Nothing links the text to the source: say why where the source would be,
+        // and show the kernel's source anyway rather than a blank half.
+        left.append(
+          h('p', {
+            class: 'pl-notice pl-unlinked',
+            dataset: { role: 'unlinked' },
+            text: summary.unlinked
+          })
+        );
+        const kernelFile = data.files.findIndex(f =>
+          f.marks.some(m => m.kind === 'kernel')
+        );
+        sourceView(kernelFile >= 0 ? kernelFile : 0);
       }
       textView.append(entry.lines);
       linker.addMap(entry.map);

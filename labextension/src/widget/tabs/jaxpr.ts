@@ -113,12 +113,11 @@ export const JAXPR: ITabRenderer<IJaxprPane> = {
       h(
         'div',
         { class: 'pl-toolbar' },
-        'Show ',
-        picker,
+        h('label', { class: 'pl-control' }, 'Show ', picker),
         layoutControls(panes, ctx.state, { wrap: true }),
         open,
         h('span', {
-          class: 'pl-hint',
+          class: 'pl-aside',
           text: 'hover a line to see where it comes from'
         })
       ),

@@ -16,6 +16,8 @@ import textwrap
 import types
 from typing import Any
 
+from pallaslab._src.base import sources
+
 
 class NotWritableError(Exception):
     """A value that cannot be written as source (the message says why)."""
@@ -89,7 +91,8 @@ def _lambda_source(fn: types.FunctionType, text: str) -> str:
         if len(candidates) == 1 or _same_code(segment, code):
             return segment
     raise NotWritableError(
-        f"the lambda at {code.co_filename}:{code.co_firstlineno} could not be told apart "
+        f"the lambda at {sources.location(code.co_filename, code.co_firstlineno)} could not "
+        "be told apart "
         "from the others on its line"
     )
 

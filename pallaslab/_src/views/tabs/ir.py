@@ -17,7 +17,7 @@ from pallaslab._src.core.lowering import compare, toolchains
 from pallaslab._src.records import Kernel
 from pallaslab._src.records import targets as target_names
 from pallaslab._src.records.lowered import GpuResources, Lowered, LoweringError, TpuResources
-from pallaslab._src.views import costgutter, where
+from pallaslab._src.views import costgutter, stagenames, where
 from pallaslab._src.views.contracts import (
     IrChunkReply,
     IrError,
@@ -49,7 +49,13 @@ STATIC_LINES = 300
 
 
 def _targets() -> list[IrTarget]:
-    targets = target_names.all_targets()
+    # Listed by family (the program, GPU, TPU), then by group (a chip, an
+    # architecture), each group's targets together, in the order they are named.
+    listed = target_names.all_targets()
+    first: dict[str, int] = {}
+    for index, target in enumerate(listed):
+        first.setdefault(target.group, index)
+    targets = sorted(listed, key=lambda t: (t.family_rank, first[t.group]))
     unavailable = toolchains.unavailable_reasons(targets)
     return [
         {
@@ -186,12 +192,30 @@ def summary(inspection: Inspection, lowered: Lowered, content: dict[str, Any]) -
         "error": _error(lowered.error, allowed),
         "resources": resources(lowered.resources, allowed),
         "stages": [s.name for s in lowered.stages],
+        "finalTitle": stagenames.final_title(lowered.target),
+        "stageTitles": [stagenames.stage_title(s.name) for s in lowered.stages],
         "lines": len(_split(text)),
         "chunks": len(_chunks(text)),
         "mapped": len(source_map),
         "costs": costs,
         "costNote": cost_note,
+        "unlinked": _unlinked(lowered, stage, text, source_map),
     }
+
+
+def _unlinked(
+    lowered: Lowered, stage: str, text: str, source_map: tuple[tuple[int, str, int], ...]
+) -> str:
+    """Why no line of a text is linked to the source, for the pane the source would be in."""
+    if source_map or not text.strip():
+        return ""
+    # A lowering's notes say why when the compiler dropped the locations (XLA's
+    # Triton kernels); otherwise the text simply carries none (a report, a stage).
+    reasons = [n for n in lowered.notes if "source location" in n or "source line" in n]
+    if reasons and not stage:
+        return reasons[0]
+    what = f"the stage {stage!r}" if stage else "this text"
+    return f"The compiler kept no source locations in {what}, so none of its lines is linked."
 
 
 def _comparison(inspection: Inspection, lowered: Lowered) -> list[str]:

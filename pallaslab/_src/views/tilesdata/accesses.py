@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from pallaslab._src.base import sources
 from pallaslab._src.geometry.accesses import AccessMap, BlockAccesses
 from pallaslab._src.views import fmt
 from pallaslab._src.views.contracts import AccessesReply, AccessMapModel, AccessRow
@@ -86,7 +87,7 @@ def accesses_json(block: BlockAccesses) -> AccessesReply:
                 "ref": access.ref,
                 "primitive": access.primitive,
                 "line": access.line,
-                "file": access.file.rsplit("/", 1)[-1],
+                "file": sources.label(access.file) if access.file else "",
                 "lanes": access.lanes,
                 "masked": access.masked,
                 "outside": int(np.count_nonzero(outside)),

@@ -158,7 +158,13 @@ export function drawAccesses(
     refs.append(
       h(
         'div',
-        { class: 'pl-tiles-operand', dataset: { ref: k } },
+        {
+          class: 'pl-tiles-operand',
+          dataset: { ref: k },
+          // As wide as the picture (or a minimum), whichever program's counts it
+          // shows: the next program's texts wrap inside rather than move the others.
+          style: `width:${Math.max(overlay.canvas.width + 2, 220)}px`
+        },
         h(
           'div',
           { class: 'pl-tiles-title' },
@@ -181,7 +187,7 @@ export function drawAccesses(
     return [
       a.kind,
       ref ? ref.label : '?',
-      `${a.file}:${a.line}`,
+      a.file ? `${a.file} line ${a.line}` : '',
       a.primitive,
       String(a.lanes),
       String(a.masked),

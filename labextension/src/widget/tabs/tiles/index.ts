@@ -91,9 +91,13 @@ export function tilesKernel(
   });
   const operands = drawn(kernel).map(o => new TilesOperand(o, kernel));
   const unmapped = kernel.operands.filter(o => !drawn(kernel).includes(o));
+  // As wide as its longest text (the last program's), so the controls after it
+  // stay put while the label changes.
+  const widest = `program ${programText(actual(grid.map(n => n - 1)))} \u00b7 ${total} of ${total}${sampled ? ' shown' : ''}`;
   const label = h('span', {
     class: 'pl-tiles-program',
-    dataset: { role: 'program-label' }
+    dataset: { role: 'program-label' },
+    style: `min-width:${widest.length + 1}ch`
   });
   const scrub = h('input', {
     type: 'range',
@@ -527,22 +531,26 @@ export const TILES: ITabRenderer<ITilesPane> = {
         h(
           'p',
           { class: 'pl-toolbar' },
-          'kernel ',
           h(
-            'select',
-            {
-              dataset: { role: 'kernel' },
-              onchange: (e: Event) => {
-                state.kernel = Number((e.target as HTMLSelectElement).value);
-                draw();
-              }
-            },
-            ...data.kernels.map(k =>
-              h('option', {
-                value: k.index,
-                text: `${k.index}: ${k.name}`,
-                selected: k.index === state.kernel ? 'selected' : null
-              })
+            'label',
+            { class: 'pl-control' },
+            'kernel ',
+            h(
+              'select',
+              {
+                dataset: { role: 'kernel' },
+                onchange: (e: Event) => {
+                  state.kernel = Number((e.target as HTMLSelectElement).value);
+                  draw();
+                }
+              },
+              ...data.kernels.map(k =>
+                h('option', {
+                  value: k.index,
+                  text: `${k.index}: ${k.name}`,
+                  selected: k.index === state.kernel ? 'selected' : null
+                })
+              )
             )
           )
         )

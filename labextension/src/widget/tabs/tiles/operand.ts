@@ -12,6 +12,9 @@ import { TILE_COLOURS } from '../../../contracts';
 import { h } from '../../dom';
 import { at, decode, IArray, search, shade } from './arrays';
 
+/** The narrowest an operand's column is (its title, legend and texts wrap inside). */
+const MIN_COLUMN = 220;
+
 /** A hatch pattern (what of a block hangs over the array). */
 export function hatch(
   ctx: CanvasRenderingContext2D,
@@ -140,9 +143,15 @@ export class TilesOperand {
       reads.never ? ` \u00b7 ${reads.never} element(s) never touched` : '',
       reads.merged ? ' \u00b7 cells merged for drawing' : ''
     );
+    // A column as wide as its picture (or the texts' minimum), whatever the program
+    // shown: texts that change while scrubbing wrap inside it, never move the others.
     this.el = h(
       'div',
-      { class: 'pl-tiles-operand', dataset: { operand: op.index } },
+      {
+        class: 'pl-tiles-operand',
+        dataset: { operand: op.index },
+        style: `width:${Math.max(this.width + 2, MIN_COLUMN)}px`
+      },
       title,
       map,
       controls,
