@@ -62,7 +62,7 @@ def ranked(found: Sequence[Hint]) -> list[Hint]:
     severity, then by kernel.
     """
     rank = {s: k for k, s in enumerate(SEVERITIES)}
-    unique = list({(h.id, h.message, h.kernel_index): h for h in found}.values())
+    unique = list({(h.id, h.message, h.kernel_index, h.location): h for h in found}.values())
     return sorted(unique, key=lambda h: (h.id != CHECK_FAILED, rank[h.severity], h.kernel_index))
 
 
