@@ -37,7 +37,7 @@ KERNEL_LINE, BODY_LINE, IN_SPECS_LINE = 4, 5, 10
 INSPECT = """\
 a = pallaslab.inspect(make(100), x, y)
 b = pallaslab.inspect(make(200), x, y)
-hs = a.hints()
+hs = a.hints(chip="v5e")
 d = pallaslab.diff(a, b)
 tpu = a.lower("mosaic-tpu:v5e")
 """

@@ -208,7 +208,7 @@ def test_xla_gpu_targets_and_their_names():
         "xla-gpu",
         "B200",
         "sass",
-        "GPU",
+        "GPU · XLA's own compile",
     )
     with pytest.raises(ValueError, match="Did you mean xla-gpu:H100"):
         targets.parse_target("xla-gpu:H10")
