@@ -47,6 +47,7 @@ from pallaslab._src.records.lowered import (
 )
 from pallaslab._src.records.runs import (
     Comparison,
+    InterpreterRace,
     Leak,
     OutOfBounds,
     OutputSummary,
@@ -82,6 +83,7 @@ __all__ = [
     "Kernel",
     "KernelMerit",
     "KernelWork",
+    "InterpreterRace",
     "Leak",
     "LinePair",
     "Lowered",

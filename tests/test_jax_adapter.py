@@ -208,11 +208,13 @@ class TestRecording:
         from jax._src.pallas import pallas_call
 
         before = pallas_call.pallas_call_p.bind
+        # pallaslab's own bind (Mosaic GPU kernels get JAX's interpreter on a CPU), if any.
+        own = vars(pallas_call.pallas_call_p).get("bind")
         with jax_adapter.recording_kernels() as sites:
             jax.make_jaxpr(case.fn)(*case.args)
         assert len(sites) == 1
         assert jax_adapter.kernel_from_site(sites[0], 0).grid == (8,)
-        assert "bind" not in vars(pallas_call.pallas_call_p)
+        assert vars(pallas_call.pallas_call_p).get("bind") is own
         assert pallas_call.pallas_call_p.bind == before
 
     def test_nested_recording(self):
@@ -1379,7 +1381,9 @@ class TestVersionShapes:
 
         with lowering.gpu_chip():
             device = mesh_lib.get_abstract_mesh().abstract_device
-            assert (device.platform, device.device_kind) == ("cuda", "NVIDIA H100")
+            # An H100 as its devices report themselves, with its SM count (hardware.py).
+            assert (device.platform, device.device_kind) == ("cuda", "NVIDIA H100 80GB HBM3")
+            assert device.num_cores == 132
         try:  # 0.11+: Pallas asks which GPU (and fails without one)
             gpu_info = importlib.import_module("jax._src.pallas.triton.gpu_info")
         except ImportError:  # 0.10: it assumes sm_90 without asking

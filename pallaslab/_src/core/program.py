@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import chips, jax_adapter
 from pallaslab._src.records import ArraySpec, Kernel, RunResult
 
 
@@ -37,6 +37,8 @@ class Program:
             the leaves that are traced.
         rebuild: Takes the traced leaves and returns (args, kwargs) for the callable.
         fn: The callable as given (static arguments not yet bound).
+        chip: The chips its kernels' device queries answered for while it was traced
+            (runs and lowerings answer the same).
     """
 
     name: str
@@ -50,6 +52,7 @@ class Program:
     split: Callable[[Sequence[Any], dict[str, Any]], list[Any]] | None = None
     rebuild: Callable[[Sequence[Any]], tuple[tuple[Any, ...], dict[str, Any]]] | None = None
     fn: Callable[..., Any] | None = None
+    chip: chips.ChipChoice = dataclasses.field(default_factory=chips.ChipChoice)
 
     def dynamic_leaves(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
         """The traced leaves of a new set of arguments."""
@@ -78,6 +81,11 @@ class Traced:
         backend: The JAX backend at hand when inspected ("cpu", "gpu", "tpu").
         result: The run, when the program was run.
         notices: One-line notices about what could not be done and why.
+        chip: The GPU or TPU the kernels were traced for ("H100", "v5e"; "" when none
+            is assumed: no kernel asks for one).
+        chip_note: Why that chip ("chosen", "the GPU here", "the default without a
+            GPU" ...).
+        not_run: Why there is no `result` ("" when nothing is said: not asked).
     """
 
     name: str
@@ -89,6 +97,9 @@ class Traced:
     backend: str
     result: RunResult | None = None
     notices: tuple[str, ...] = ()
+    chip: str = ""
+    chip_note: str = ""
+    not_run: str = ""
     _program: Program | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
@@ -107,6 +118,7 @@ class Traced:
         )
         # A bare pallas_call is JAX's inner wrapper; name it after its kernel instead.
         name = kernels[0].name if program.name == "wrapped" and len(kernels) == 1 else program.name
+        chip, chip_note = chips.traced_for(program.chip, [k.backend for k in kernels])
         return cls(
             name=name,
             args=program.args,
@@ -116,6 +128,8 @@ class Traced:
             kernels=kernels,
             backend=jax.default_backend(),
             notices=notices,
+            chip=chip,
+            chip_note=chip_note,
             _program=program,
         )
 

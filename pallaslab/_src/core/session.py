@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pallaslab._src.base import messages
-from pallaslab._src.core import compile_cache, jax_adapter, running, settings, tracing
+from pallaslab._src.core import chips, compile_cache, jax_adapter, running, settings, tracing
 from pallaslab._src.core.cell_checks import check_blocks, check_grids, check_reference
 from pallaslab._src.core.cell_code import (
     MAGIC_LINE,
@@ -60,12 +60,15 @@ class CellOptions:
         ref: Reference expression: a callable or the expected value.
         run: Whether to run the call (False with `--no-run`).
         interpret: Force Pallas interpret mode, also on GPU and TPU.
+        chip: The GPU or TPU to trace (and run) the kernels for ("B200"; `--chip`, or
+            the chip of `--target`), None for the device at hand or the default.
     """
 
     call: str | None = None
     ref: str | None = None
     run: bool = True
     interpret: bool = False
+    chip: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,8 +171,9 @@ def execute_cell(
 
     fail = failure_maker(name_source, namespace)
 
+    choice = chips.choice_for(options.chip)
     try:
-        with _interpret_scope(options.interpret), jax_adapter.quiet_failed_callbacks():
+        with _interpret_scope(options.interpret, choice), jax_adapter.quiet_failed_callbacks():
             statements, last_expr = compile_body(body, filename, fail)
             with jax_adapter.recording_kernels() as recorded:
                 try:
@@ -194,13 +198,19 @@ def execute_cell(
             )
             try:
                 program = tracing.trace_program(
-                    fn, args, kwargs, arg_names=call_argument_names(options.call)
+                    fn, args, kwargs, arg_names=call_argument_names(options.call), chip=choice
                 )
             except Exception as error:
                 raise fail(error, magic_line) from None
             inspection = Inspection.from_program(program)
             check_grids(inspection, program, name_source)
             check_blocks(inspection, args, kwargs, name_source)
+            inspection = dataclasses.replace(
+                inspection,
+                not_run="the run failed (the error is shown above)"
+                if options.run
+                else "--no-run was given; run it with _kernel.run(...)",
+            )
             if options.run:
                 inspection = _run(
                     inspection,
@@ -245,10 +255,12 @@ def _run(
     return inspection.with_result(result)
 
 
-def _interpret_scope(forced: bool) -> contextlib.AbstractContextManager[None]:
-    # On CPU, kernels the cell runs are emulated; --interpret forces Pallas' own
-    # interpreter (also on GPU and TPU).
-    return running.kernel_scope(forced)
+def _interpret_scope(
+    forced: bool, choice: chips.ChipChoice
+) -> contextlib.AbstractContextManager[None]:
+    # On CPU, kernels the cell runs are emulated (Mosaic GPU ones interpreted); --interpret
+    # forces Pallas' own interpreter (also on GPU and TPU); --chip answers device queries.
+    return running.kernel_scope(forced, choice)
 
 
 def inspect_recorded(sites: list[jax_adapter.KernelSite]) -> Inspection:

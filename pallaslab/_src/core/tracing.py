@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect as pyinspect
 from collections.abc import Callable, Sequence
@@ -13,6 +14,7 @@ import numpy as np
 from pallaslab._src.core import chips, jax_adapter
 from pallaslab._src.core.program import Program
 from pallaslab._src.records import ArraySpec
+from pallaslab._src.records.targets import DEFAULT_GPU_CHIP
 
 
 def trace_program(
@@ -20,6 +22,7 @@ def trace_program(
     args: Sequence[Any],
     kwargs: dict[str, Any],
     arg_names: Sequence[str | None] = (),
+    chip: str | chips.ChipChoice | None = None,
 ) -> Program:
     """Traces `fn` and returns the core's view of the program (JAX objects inside).
 
@@ -29,7 +32,15 @@ def trace_program(
         kwargs: Its keyword arguments.
         arg_names: How the call names its positional arguments (`x` in `%%kernel
             add(x, y)`), for those `fn`'s own signature leaves unnamed (`*args`).
+        chip: The GPU or TPU the device queries of kernels answer for while traced
+            ("B200", "v6e"); by default the device at hand, else (off a GPU, for a
+            program that asked and holds GPU kernels) an H100, and for TPU lookups the
+            `tpu_generation` setting.
+
+    Raises:
+        ValueError: For a chip pallaslab's hardware table does not have.
     """
+    choice = chip if isinstance(chip, chips.ChipChoice) else chips.choice_for(chip)
     jax_adapter.forget_kernel_traces()  # kernels reused on another grid trace afresh
     leaves, treedef = jax.tree_util.tree_flatten((tuple(args), dict(kwargs)))
     dynamic = [_is_array_like(leaf) for leaf in leaves]
@@ -58,10 +69,7 @@ def trace_program(
     name = callable_name(fn)
     functools.update_wrapper(flat_fn, fn, assigned=("__name__", "__qualname__"), updated=())
     abstract = [jax.ShapeDtypeStruct(np.shape(x), _dtype_of(x)) for x in dynamic_leaves]
-    # TPU programs ask which TPU they are on while tracing: off a TPU, the chosen one.
-    # Kernels are traced as written (no interpreter chosen for them: that is a run's).
-    with chips.tracing_chip(), jax_adapter.mesh_interpret(False):
-        closed, out_shapes = jax.make_jaxpr(flat_fn, return_shape=True)(*abstract)
+    choice, (closed, out_shapes) = _trace_for_chip(flat_fn, abstract, choice)
     sites = tuple(jax_adapter.find_kernel_sites(closed))
     arg_paths = _named_by_kernels(
         _argument_paths(fn, args, kwargs, dynamic, arg_names), closed, sites
@@ -84,7 +92,46 @@ def trace_program(
         split=split,
         rebuild=rebuild,
         fn=fn,
+        chip=choice,
     )
+
+
+def _trace_for_chip(
+    flat_fn: Callable[..., Any], abstract: Sequence[Any], choice: chips.ChipChoice
+) -> tuple[chips.ChipChoice, Any]:
+    """`make_jaxpr` of the program as it traces on the chips chosen; (chips, result).
+
+    TPU programs ask which TPU they are on while tracing: off a TPU, the chosen one
+    answers. GPU kernels ask the GPU (SM count, compute capability): without a chosen
+    GPU, nothing answers the first trace but pallaslab notes whether kernel code
+    asked; if it did and the program holds GPU kernels (or failed: a CPU device has no
+    SM count), it is traced again as on an H100, the default GPU off a GPU. Kernels
+    are traced as written (no interpreter chosen for them: that is a run's).
+    """
+
+    def attempt(chosen: chips.ChipChoice) -> tuple[Any, BaseException | None, list[str]]:
+        with (
+            chips.tracing_chip(chosen, watch_gpu=not chosen.gpu) as watch,
+            jax_adapter.mesh_interpret(False),
+        ):
+            try:
+                return jax.make_jaxpr(flat_fn, return_shape=True)(*abstract), None, watch.asked
+            except Exception as error:
+                return None, error, watch.asked
+
+    result, error, asked = attempt(choice)
+    gpu_kernels = result is not None and any(
+        jax_adapter.site_backend(site) in ("mosaic_gpu", "triton")
+        for site in jax_adapter.find_kernel_sites(result[0])
+    )
+    if not choice.gpu and asked and (error is not None or gpu_kernels):
+        jax_adapter.forget_kernel_traces()
+        retried = dataclasses.replace(choice, gpu=DEFAULT_GPU_CHIP)
+        result, error, _ = attempt(retried)
+        choice = retried
+    if error is not None:
+        raise error
+    return choice, result
 
 
 def _is_array_like(leaf: Any) -> bool:

@@ -17,6 +17,7 @@ program output), `gpu_timing` (kernel times on GPU).
 `gpu_export` (a kernel or program exported for CUDA as lowered for one GPU chip).
 `emulation` (a pallas_call's body, blocks and padding, for the emulator).
 `chips` (the TPU chip Pallas' lookups answer for, while tracing and lowering).
+`gpu_chips` (the GPU the device queries of GPU kernels answer for).
 `shapes` (private shapes that moved between JAX versions, read one way).
 `fingerprint` (a traced program as a hashable key, for the compile cache).
 """
@@ -26,6 +27,19 @@ from pallaslab._src.core.jax_adapter.accesses import body_ref_shapes as body_ref
 from pallaslab._src.core.jax_adapter.accesses import interpret_program as interpret_program
 from pallaslab._src.core.jax_adapter.chips import asks_for_a_tpu as asks_for_a_tpu
 from pallaslab._src.core.jax_adapter.dots import kernel_dots as kernel_dots
+from pallaslab._src.core.jax_adapter.gpu_chips import ChipDevice as ChipDevice
+from pallaslab._src.core.jax_adapter.gpu_chips import GpuChip as GpuChip
+from pallaslab._src.core.jax_adapter.gpu_chips import Watch as GpuWatch
+from pallaslab._src.core.jax_adapter.gpu_chips import gpu_chip_scope as gpu_chip_scope
+from pallaslab._src.core.jax_adapter.gpu_interpret import WHY as GPU_INTERPRETER_WHY
+from pallaslab._src.core.jax_adapter.gpu_interpret import RaceAccess as GpuRaceAccess
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    OutOfBoundsAccess as OutOfBoundsAccess,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import out_of_bounds as interpreter_out_of_bounds
+from pallaslab._src.core.jax_adapter.gpu_interpret import race_capture as race_capture
+from pallaslab._src.core.jax_adapter.gpu_interpret import reset as reset_gpu_interpreter
+from pallaslab._src.core.jax_adapter.gpu_interpret import unavailable as gpu_interpreter_notice
 from pallaslab._src.core.jax_adapter.errors import BlockSpecContext as BlockSpecContext
 from pallaslab._src.core.jax_adapter.errors import KernelCallContext as KernelCallContext
 from pallaslab._src.core.jax_adapter.errors import PallasCallContext as PallasCallContext
@@ -37,6 +51,8 @@ from pallaslab._src.core.jax_adapter.errors import pallas_call_context as pallas
 from pallaslab._src.core.jax_adapter.errors import written_grid as written_grid
 from pallaslab._src.core.jax_adapter.execution import auto_interpret as auto_interpret
 from pallaslab._src.core.jax_adapter.execution import forced_interpret as forced_interpret
+from pallaslab._src.core.jax_adapter.execution import gpu_interpret_scope as gpu_interpret_scope
+from pallaslab._src.core.jax_adapter.execution import gpu_interpreted as gpu_interpreted
 from pallaslab._src.core.jax_adapter.execution import (
     install_cpu_interpret as install_cpu_interpret,
 )
@@ -85,6 +101,7 @@ from pallaslab._src.core.jax_adapter.kernels import (
     primitives_outside_kernels as primitives_outside_kernels,
 )
 from pallaslab._src.core.jax_adapter.kernels import program_inputs_of as program_inputs_of
+from pallaslab._src.core.jax_adapter.kernels import site_backend as site_backend
 from pallaslab._src.core.jax_adapter.lowering import KernelPayload as KernelPayload
 from pallaslab._src.core.jax_adapter.lowering import (
     deprecation_notices as deprecation_notices,

@@ -24,13 +24,13 @@ from typing import Any
 
 import jax
 
-from pallaslab._src.core.jax_adapter import chips, execution
+from pallaslab._src.core.jax_adapter import chips, execution, gpu_chips
 from pallaslab._src.core.jax_adapter.kernels import KernelSite, find_kernel_sites, user_location
 from pallaslab._src.core.jax_adapter.probes import (
     PALLAS_CALL,
     pallas_call_module,
 )
-from pallaslab._src.records import SourceLocation
+from pallaslab._src.records import SourceLocation, hardware
 
 
 def _optional(name: str, attribute: str = "") -> Any:
@@ -160,7 +160,25 @@ def tpu_chip(generation: str, *, fallback: bool = False) -> contextlib.AbstractC
 
 
 # The GPU that Pallas lowers for when none is at hand: what jax 0.10 assumed (sm_90).
-DEFAULT_GPU_DEVICE_KIND = "NVIDIA H100"
+DEFAULT_GPU_CHIP = "H100"
+
+
+def gpu_chip_of(
+    device_kind: str | None = None, compute_capability: tuple[int, int] | None = None
+) -> gpu_chips.GpuChip:
+    """The GPU a lowering is for: the table's chip of that device kind (else the
+    chip device queries answer for now, else an H100), with `compute_capability`."""
+    chip = gpu_chips.GpuChip.named(gpu_chips.answering_chip() or DEFAULT_GPU_CHIP)
+    if device_kind is not None:
+        known = hardware.gpu_of_device_kind(device_kind)
+        chip = (
+            gpu_chips.GpuChip.named(known.name)
+            if known is not None
+            else dataclasses.replace(chip, name=device_kind, device_kind=device_kind)
+        )
+    if compute_capability is not None:
+        chip = dataclasses.replace(chip, compute_capability=tuple(compute_capability))
+    return chip
 
 
 @contextlib.contextmanager
@@ -171,12 +189,11 @@ def gpu_chip(
 
     From jax 0.11, Pallas' Triton lowering asks which GPU it lowers for and fails with
     "No supported GPU devices found" when the default device is no GPU (0.10 assumed
-    sm_90). An abstract mesh carrying an abstract CUDA device (public JAX API) answers,
-    as `tpu_chip` does for TPUs. Mosaic GPU asks its own architecture query
-    (`mosaic.gpu.core._infer_arch`: the default device's, else sm_90); with a
-    `compute_capability` it is answered too (JAX has no public way to name a target
-    GPU yet). With a GPU as the default device and no chip asked for, the real GPU
-    answers instead.
+    sm_90); Mosaic GPU asks its architecture query (`_infer_arch`: the default device's,
+    else sm_90); kernels traced again on the way ask for the SM count. The chip answers
+    them all (`gpu_chips.gpu_chip_scope`: an abstract device of the chip, public JAX
+    API, and the wrapped queries). With a GPU as the default device and no chip asked
+    for, the real GPU answers instead.
 
     Yields:
         Notices for what could not be set for the chip (filled in the block).
@@ -189,28 +206,13 @@ def gpu_chip(
     ):
         yield notices
         return
-    mosaic_core: Any = _optional("jax.experimental.mosaic.gpu.core") if compute_capability else None
-    patched = mosaic_core is not None and callable(getattr(mosaic_core, "_infer_arch", None))
-    if mosaic_core is not None and not patched:
+    if compute_capability is not None and not gpu_chips.install_arch():
         notices.append(
             f"jax {jax.__version__}'s Mosaic GPU has no architecture query pallaslab can "
             "answer: its lowering chose the architecture itself (sm_90 without a GPU)."
         )
-    saved = mosaic_core._infer_arch if patched else None
-    device = jax.sharding.AbstractDevice(
-        device_kind=device_kind or DEFAULT_GPU_DEVICE_KIND, num_cores=None, platform="cuda"
-    )
-    mesh = jax.sharding.AbstractMesh(
-        (1,), ("_pallaslab",), (jax.sharding.AxisType.Explicit,), abstract_device=device
-    )
-    try:
-        if patched:
-            mosaic_core._infer_arch = lambda: compute_capability
-        with jax.sharding.use_abstract_mesh(mesh):
-            yield notices
-    finally:
-        if patched:
-            mosaic_core._infer_arch = saved
+    with gpu_chips.gpu_chip_scope(gpu_chip_of(device_kind, compute_capability), platform="cuda"):
+        yield notices
 
 
 # Each Pallas backend registers which compiler params it lowers when its module is
@@ -244,7 +246,7 @@ def lower_module(
 
     `platform` is "cuda", "tpu" or "cpu"; None lowers for the backend at hand.
     `gpu_device_kind` names the GPU a CUDA lowering is for (e.g. "NVIDIA A100");
-    without one, the GPU at hand, else `DEFAULT_GPU_DEVICE_KIND`.
+    without one, the GPU at hand, else the chip device queries answer for (an H100).
     """
     if tpu_generation:
         chip: contextlib.AbstractContextManager[Any] = tpu_chip(tpu_generation)
@@ -265,9 +267,14 @@ def lower_module(
         return lowered.compiler_ir("stablehlo")
 
 
-def sites_on_chip(fn: Callable[..., Any], args: Sequence[Any], generation: str) -> list[KernelSite]:
-    """The kernels of `fn(*args)`, traced as if on TPU `generation` (as written)."""
-    with tpu_chip(generation), execution.mesh_interpret(False):
+def sites_on_chip(fn: Callable[..., Any], args: Sequence[Any], chip: str) -> list[KernelSite]:
+    """The kernels of `fn(*args)`, traced as if on TPU generation or GPU `chip` (as written)."""
+    scope: contextlib.AbstractContextManager[Any] = (
+        tpu_chip(chip)
+        if chip in TPU_DEVICE_KINDS
+        else gpu_chips.gpu_chip_scope(gpu_chips.GpuChip.named(chip))
+    )
+    with scope, execution.mesh_interpret(False):
         closed = jax.make_jaxpr(fn)(*args)
     return find_kernel_sites(closed)
 

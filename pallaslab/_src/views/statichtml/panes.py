@@ -389,6 +389,8 @@ def run(model: RunPane) -> list[Node]:
             parts.append(_finding(f"Race ({check['backend'].upper()})", check["text"]))
         else:
             parts.append(h("p", "pl-facts", check["text"]))
+    for race in result["interpreterRaces"]:
+        parts.append(_finding("Race (Mosaic GPU interpreter)", at(race["where"]) + race["text"]))
     parts.append(
         table(
             ["output", "type", "values", "min", "max", "NaN", "Inf"],
