@@ -30,8 +30,10 @@ def traced_chip() -> str:
 
 
 def gpu_here() -> str:
-    """The GPU at hand, as the hardware table names it (its device kind if the table
-    lacks it); "" without one."""
+    """The GPU at hand, as the hardware table names it; "" without one.
+
+    Its device kind where the table lacks it.
+    """
     if jax.default_backend() not in ("gpu", "cuda"):
         return ""
     kind = str(getattr(jax.devices()[0], "device_kind", "GPU"))
@@ -107,8 +109,10 @@ def tracing_chip(
 
 
 def running_choice(choice: ChipChoice) -> ChipChoice:
-    """The chips a run answers for: the traced ones, except that a GPU at hand runs as
-    itself (what it compiles for is the device's)."""
+    """The chips a run answers for: the traced ones; a GPU at hand answers for itself.
+
+    What a GPU compiles for is the device's own, whatever the trace assumed.
+    """
     if gpu_here():
         return dataclasses.replace(choice, gpu="", chosen=False)
     return choice

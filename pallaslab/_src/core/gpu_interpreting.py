@@ -38,8 +38,10 @@ def capture(enabled: bool) -> Iterator[list[tuple[jax_adapter.GpuRaceAccess, ...
 
 
 def recover(error: BaseException) -> jax_adapter.OutOfBoundsAccess | None:
-    """After the interpreter failed: resets it; the out-of-bounds read that stopped it
-    (a run reading NaN there instead can go on), or None (the error stands)."""
+    """Resets the interpreter after `error`; the out-of-bounds read that stopped it, if any.
+
+    A run with such reads giving NaN can go on; None: the error stands.
+    """
     jax_adapter.reset_gpu_interpreter()
     found = jax_adapter.interpreter_out_of_bounds(error)
     return found if found is not None and found.access == "load" else None
@@ -54,7 +56,8 @@ def races(
     for pair in reported:
         a, b = pair[0], pair[1]
         # One race, whichever of its two accesses came first.
-        key = (a.memory, *sorted([(a.access, _line(a.location)), (b.access, _line(b.location))]))
+        sides = sorted([(a.access, _line(a.location)), (b.access, _line(b.location))])
+        key: tuple[object, ...] = (a.memory, *sides)
         counts[key] += 1
         first.setdefault(key, pair)
     found = []
@@ -76,9 +79,7 @@ def races(
     return tuple(found)
 
 
-def out_of_bounds(
-    access: jax_adapter.OutOfBoundsAccess, kernels: Sequence[Kernel]
-) -> OutOfBounds:
+def out_of_bounds(access: jax_adapter.OutOfBoundsAccess, kernels: Sequence[Kernel]) -> OutOfBounds:
     """An out-of-bounds access the interpreter stopped, as the emulator's finding."""
     kernel = kernel_at(kernels, access.location) or next(
         (k for k in kernels if k.backend == "mosaic_gpu"), None

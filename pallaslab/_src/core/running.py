@@ -200,8 +200,11 @@ def kernel_scope(interpret: bool = False, chip: chips.ChipChoice | None = None) 
 
 
 def run_mode(backend: str, interpret: bool, has_kernels: bool, plans: list[emulator.Plan]) -> str:
-    """How kernels ran: "compiled", "emulated", "interpret", "mosaic-gpu-interpret"
-    (JAX's Mosaic GPU interpreter ran them all) or "emulated+interpret" (a mix)."""
+    """How kernels ran: "compiled", "emulated", "interpret", "mosaic-gpu-interpret" ...
+
+    "mosaic-gpu-interpret": JAX's Mosaic GPU interpreter ran them all;
+    "emulated+interpret": a mix.
+    """
     in_gpu_interpreter = sum(p.interpreter == "mosaic_gpu" and not p.emulated for p in plans)
     if plans and in_gpu_interpreter == len(plans) and backend == "cpu":
         return "mosaic-gpu-interpret"

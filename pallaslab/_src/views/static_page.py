@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pallaslab._src.base import messages
-from pallaslab._src.views.header import chip_badge, Problem, header
+from pallaslab._src.views.header import Problem, chip_badge, header
 from pallaslab._src.views.statichtml.nodes import Markup, Node, h, to_html
 from pallaslab._src.views.statichtml.panes import RENDERERS
 from pallaslab._src.views.tabs import Payload, Tab, all_tabs

@@ -67,7 +67,7 @@ class Plan:
     def describe(self) -> str:
         """One line: how the kernel ran."""
         if self.fallback and self.interpreter == "mosaic_gpu":
-            return f"{self.kernel}: ran in JAX's Mosaic GPU interpreter on the CPU: {self.fallback}."
+            return f"{self.kernel}: ran in JAX's Mosaic GPU interpreter: {self.fallback}."
         if self.fallback:
             return (
                 f"{self.kernel}: ran in Pallas' interpreter, one program at a time, "

@@ -27,19 +27,6 @@ from pallaslab._src.core.jax_adapter.accesses import body_ref_shapes as body_ref
 from pallaslab._src.core.jax_adapter.accesses import interpret_program as interpret_program
 from pallaslab._src.core.jax_adapter.chips import asks_for_a_tpu as asks_for_a_tpu
 from pallaslab._src.core.jax_adapter.dots import kernel_dots as kernel_dots
-from pallaslab._src.core.jax_adapter.gpu_chips import ChipDevice as ChipDevice
-from pallaslab._src.core.jax_adapter.gpu_chips import GpuChip as GpuChip
-from pallaslab._src.core.jax_adapter.gpu_chips import Watch as GpuWatch
-from pallaslab._src.core.jax_adapter.gpu_chips import gpu_chip_scope as gpu_chip_scope
-from pallaslab._src.core.jax_adapter.gpu_interpret import WHY as GPU_INTERPRETER_WHY
-from pallaslab._src.core.jax_adapter.gpu_interpret import RaceAccess as GpuRaceAccess
-from pallaslab._src.core.jax_adapter.gpu_interpret import (
-    OutOfBoundsAccess as OutOfBoundsAccess,
-)
-from pallaslab._src.core.jax_adapter.gpu_interpret import out_of_bounds as interpreter_out_of_bounds
-from pallaslab._src.core.jax_adapter.gpu_interpret import race_capture as race_capture
-from pallaslab._src.core.jax_adapter.gpu_interpret import reset as reset_gpu_interpreter
-from pallaslab._src.core.jax_adapter.gpu_interpret import unavailable as gpu_interpreter_notice
 from pallaslab._src.core.jax_adapter.errors import BlockSpecContext as BlockSpecContext
 from pallaslab._src.core.jax_adapter.errors import KernelCallContext as KernelCallContext
 from pallaslab._src.core.jax_adapter.errors import PallasCallContext as PallasCallContext
@@ -78,8 +65,24 @@ from pallaslab._src.core.jax_adapter.fingerprint import program_key as program_k
 from pallaslab._src.core.jax_adapter.fingerprint import trace_context as trace_context
 from pallaslab._src.core.jax_adapter.fingerprint import traced_key as traced_key
 from pallaslab._src.core.jax_adapter.fingerprint import value_key as value_key
+from pallaslab._src.core.jax_adapter.gpu_chips import ChipDevice as ChipDevice
+from pallaslab._src.core.jax_adapter.gpu_chips import GpuChip as GpuChip
+from pallaslab._src.core.jax_adapter.gpu_chips import GpuWatch as GpuWatch
+from pallaslab._src.core.jax_adapter.gpu_chips import gpu_chip_scope as gpu_chip_scope
 from pallaslab._src.core.jax_adapter.gpu_export import GpuExport as GpuExport
 from pallaslab._src.core.jax_adapter.gpu_export import export_for_gpu as export_for_gpu
+from pallaslab._src.core.jax_adapter.gpu_interpret import GPU_INTERPRETER_WHY as GPU_INTERPRETER_WHY
+from pallaslab._src.core.jax_adapter.gpu_interpret import GpuRaceAccess as GpuRaceAccess
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    OutOfBoundsAccess as OutOfBoundsAccess,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    interpreter_out_of_bounds as interpreter_out_of_bounds,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import race_capture as race_capture
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    reset_gpu_interpreter as reset_gpu_interpreter,
+)
 from pallaslab._src.core.jax_adapter.gpu_timing import kernel_timer_notice as kernel_timer_notice
 from pallaslab._src.core.jax_adapter.gpu_timing import kernel_times as kernel_times
 from pallaslab._src.core.jax_adapter.indexmaps import (

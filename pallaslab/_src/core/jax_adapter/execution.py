@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib
 import logging
 import threading
@@ -146,7 +145,7 @@ def _install_pallas_call_gpu_interpret() -> None:
     transforms (tiling, swizzle) of its kernel arguments.
     """
     assert pallas_call_module is not None
-    primitive = pallas_call_module.pallas_call_p
+    primitive: Any = pallas_call_module.pallas_call_p
     if "bind" in vars(primitive):
         return
     inner = types.MethodType(type(primitive).bind, primitive)
@@ -164,8 +163,10 @@ def _install_pallas_call_gpu_interpret() -> None:
 
 
 def gpu_interpreted_params(params: dict[str, Any]) -> bool:
-    """Whether a `pallas_call` bound with these params runs in the Mosaic GPU interpreter
-    off a GPU: Mosaic GPU compiler params, whole arrays, no interpreter of its own."""
+    """Whether a `pallas_call` bound with these params runs in the Mosaic GPU interpreter.
+
+    Off a GPU: Mosaic GPU compiler params, whole arrays, no interpreter of its own.
+    """
     asked = params.get("interpret")
     if asked and asked is not True:
         return gpu_interpret.is_params(asked)

@@ -101,7 +101,7 @@ class ChipDevice:
 
 
 @dataclasses.dataclass(eq=False)  # by identity: it sits in JAX's trace context
-class Watch:
+class GpuWatch:
     """What kernel code asked of the device while a scope watched (see the module's doc).
 
     Attributes:
@@ -114,7 +114,7 @@ class Watch:
 @dataclasses.dataclass(frozen=True)
 class _State:
     chip: GpuChip
-    watch: Watch | None  # watching only: JAX's own answers, noting questions
+    watch: GpuWatch | None  # watching only: JAX's own answers, noting questions
 
 
 # The chosen GPU (a `_State`, or None): part of JAX's trace context and jit key.
@@ -131,12 +131,12 @@ def _optional(name: str) -> Any:
 
 
 def _state() -> _State | None:
-    return _STATE.value if _STATE is not None else None  # type: ignore[no-any-return]
+    return _STATE.value if _STATE is not None else None
 
 
 def _asked_by_kernel_code() -> bool:
     """Whether the query comes from outside JAX's and pallaslab's internals."""
-    frame = sys._getframe(2)  # noqa: SLF001 - the wrapper's caller
+    frame = sys._getframe(2)  # the wrapper's caller
     name = str(frame.f_globals.get("__name__", ""))
     return not name.startswith(_INTERNAL)
 
@@ -233,17 +233,17 @@ def abstract_mesh(chip: GpuChip, platform: str = "gpu") -> Any:
 @contextlib.contextmanager
 def gpu_chip_scope(
     chip: GpuChip, *, watch: bool = False, platform: str = "gpu"
-) -> Iterator[Watch]:
+) -> Iterator[GpuWatch]:
     """Within the block, kernels traced (and lowered) ask their device questions of `chip`.
 
     Args:
         chip: The GPU that answers.
         watch: Answer nothing (JAX's own answers stand); only note in the yielded
-            `Watch` which queries kernel code asked.
+            `GpuWatch` which queries kernel code asked.
         platform: The abstract device's platform ("cuda" while lowering for CUDA).
     """
     install()
-    noted = Watch()
+    noted = GpuWatch()
     if _STATE is None:  # pragma: no cover - depends on the JAX version
         yield noted
         return

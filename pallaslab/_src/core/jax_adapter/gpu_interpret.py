@@ -13,7 +13,7 @@ printed (up to JAX's main of August 2026) or logged (0.12, with `on_race="warn"`
 "RACE DETECTED" with the two accesses' source lines; `race_capture` collects them.
 An out-of-bounds read raises (`out_of_bounds_reads="raise"`) or reads NaN
 ("uninitialized"); an out-of-bounds write always raises. After an exception inside the
-interpreter its shared state must be reset before the next kernel (`reset`).
+interpreter its shared state must be reset before the next kernel (`reset_gpu_interpreter`).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def make_params(*, detect_races: bool = True, out_of_bounds_reads: str = "raise"
 
 
 # Why a Mosaic GPU kernel runs in that interpreter on a CPU, for the run's notice.
-WHY = (
+GPU_INTERPRETER_WHY = (
     "it is a Mosaic GPU kernel, which pallaslab's emulator and Pallas' generic interpreter "
     "do not run; JAX's interpreter simulates its threads (warpgroups), shared memory, "
     "barriers and TMA copies, with its race detector on"
@@ -106,7 +106,7 @@ def is_params(value: Any) -> bool:
     return cls is not None and isinstance(value, cls)
 
 
-def reset() -> None:
+def reset_gpu_interpreter() -> None:
     """Resets the interpreter's shared state (needed after an exception inside it)."""
     callbacks = _optional(_CALLBACKS_MODULE)
     for name in ("reset_gpu_interpret_mode_state",):
@@ -121,7 +121,7 @@ def reset() -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class RaceAccess:
+class GpuRaceAccess:
     """One side of a race the interpreter reported.
 
     Attributes:
@@ -156,7 +156,7 @@ def _memory_name(key: str) -> str:
     return str(getattr(space, "name", space or "")).upper()
 
 
-def parse_races(text: str) -> list[tuple[RaceAccess, RaceAccess]]:
+def parse_races(text: str) -> list[tuple[GpuRaceAccess, GpuRaceAccess]]:
     """The races in the interpreter's report (pairs of accesses), in order."""
     races = []
     for block in text.split(_RACE_MARK)[1:]:
@@ -166,7 +166,7 @@ def parse_races(text: str) -> list[tuple[RaceAccess, RaceAccess]]:
             if found is None:
                 continue
             accesses.append(
-                RaceAccess(
+                GpuRaceAccess(
                     access=found.group("access"),
                     memory=_memory_name(found.group("key")),
                     thread=found.group("thread").strip(" ,"),
@@ -214,13 +214,13 @@ class _Tee(io.TextIOBase):
 
 
 @contextlib.contextmanager
-def race_capture() -> Iterator[list[tuple[RaceAccess, RaceAccess]]]:
+def race_capture() -> Iterator[list[tuple[GpuRaceAccess, GpuRaceAccess]]]:
     """Collects the races the interpreter reports in the block (filled when it ends).
 
     Reports are printed (older JAX) or logged (0.12): both are taken, neither shown.
     """
     texts: list[str] = []
-    found: list[tuple[RaceAccess, RaceAccess]] = []
+    found: list[tuple[GpuRaceAccess, GpuRaceAccess]] = []
     handler = _Collect(texts)
     root = logging.getLogger()
     root.addHandler(handler)
@@ -276,7 +276,7 @@ def _span(range_text: str) -> tuple[tuple[int, int], ...]:
     return tuple(spans)
 
 
-def out_of_bounds(error: BaseException) -> OutOfBoundsAccess | None:
+def interpreter_out_of_bounds(error: BaseException) -> OutOfBoundsAccess | None:
     """The interpreter's out-of-bounds access behind `error` (or its causes), if any."""
     seen: BaseException | None = error
     for _ in range(8):

@@ -166,8 +166,11 @@ DEFAULT_GPU_CHIP = "H100"
 def gpu_chip_of(
     device_kind: str | None = None, compute_capability: tuple[int, int] | None = None
 ) -> gpu_chips.GpuChip:
-    """The GPU a lowering is for: the table's chip of that device kind (else the
-    chip device queries answer for now, else an H100), with `compute_capability`."""
+    """The GPU a lowering is for, with `compute_capability` if given.
+
+    The hardware table's chip of that device kind; without one, the chip device
+    queries answer for now, else an H100.
+    """
     chip = gpu_chips.GpuChip.named(gpu_chips.answering_chip() or DEFAULT_GPU_CHIP)
     if device_kind is not None:
         known = hardware.gpu_of_device_kind(device_kind)
@@ -177,7 +180,8 @@ def gpu_chip_of(
             else dataclasses.replace(chip, name=device_kind, device_kind=device_kind)
         )
     if compute_capability is not None:
-        chip = dataclasses.replace(chip, compute_capability=tuple(compute_capability))
+        major, minor = compute_capability
+        chip = dataclasses.replace(chip, compute_capability=(int(major), int(minor)))
     return chip
 
 

@@ -110,9 +110,10 @@ class LoweringContext:
         mosaic_gpu: bool | None = None,
         chip: str | None = None,
     ) -> jax_adapter.KernelPayload:
-        """The kernel alone lowered for `platform` (and TPU or GPU `chip`): its backend's
-        module. For CUDA, by default for the GPU the program was traced for."""
+        """The kernel alone lowered for `platform` (and TPU or GPU `chip`): its module.
 
+        For CUDA, by default for the GPU the program was traced for.
+        """
         gpu = (chip or self.program.chip.gpu or None) if platform == "cuda" else None
 
         def make() -> jax_adapter.KernelPayload:

@@ -194,8 +194,10 @@ def mesh_kernel_summary(site: KernelSite) -> tuple[str, str, str]:
 
 
 def site_backend(site: KernelSite) -> str:
-    """The backend a kernel is for: "mosaic_gpu", "triton", "mosaic_tpu", or "" (a
-    `pallas_call` without compiler params, which any backend takes)."""
+    """The backend a kernel is for: "mosaic_gpu", "triton", "mosaic_tpu", or "".
+
+    "" is a `pallas_call` without compiler params, which any backend takes.
+    """
     if site.primitive == PALLAS_CALL:
         return backend_of(site.params.get("compiler_params"))
     return mesh_kernel_summary(site)[2]
