@@ -39,6 +39,8 @@ KIND_TITLES = {
     "grid-too-large": "a grid too large to run",
     "block-out-of-bounds": "a block outside its array",
     "callback-error": "a failed callback",
+    "out-of-bounds": "an access outside its buffer",
+    "interpreter": "an operation JAX's Mosaic GPU interpreter cannot run",
     "reference": "a reference that does not match the call",
     "usage": "a mistake on the magic line",
     "reproducer": "no reproducer written",

@@ -42,9 +42,12 @@ def recover(error: BaseException) -> jax_adapter.OutOfBoundsAccess | None:
 
     A run with such reads giving NaN can go on; None: the error stands.
     """
-    jax_adapter.reset_gpu_interpreter()
     found = jax_adapter.interpreter_out_of_bounds(error)
-    return found if found is not None and found.access == "load" else None
+    jax_adapter.reset_gpu_interpreter()
+    if found is None or found.access != "load":
+        return None  # what failed is kept, to explain the error
+    jax_adapter.forget_failures()  # the run is made again
+    return found
 
 
 def races(

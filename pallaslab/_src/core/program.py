@@ -39,6 +39,7 @@ class Program:
         fn: The callable as given (static arguments not yet bound).
         chip: The chips its kernels' device queries answered for while it was traced
             (runs and lowerings answer the same).
+        notices: What JAX said of the code while it traced (deprecations), a line each.
     """
 
     name: str
@@ -53,6 +54,7 @@ class Program:
     rebuild: Callable[[Sequence[Any]], tuple[tuple[Any, ...], dict[str, Any]]] | None = None
     fn: Callable[..., Any] | None = None
     chip: chips.ChipChoice = dataclasses.field(default_factory=chips.ChipChoice)
+    notices: tuple[str, ...] = ()
 
     def dynamic_leaves(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
         """The traced leaves of a new set of arguments."""
@@ -119,6 +121,7 @@ class Traced:
         # A bare pallas_call is JAX's inner wrapper; name it after its kernel instead.
         name = kernels[0].name if program.name == "wrapped" and len(kernels) == 1 else program.name
         chip, chip_note = chips.traced_for(program.chip, [k.backend for k in kernels])
+        notices = (*notices, *program.notices, *_deprecated_backends(kernels))
         return cls(
             name=name,
             args=program.args,
@@ -174,6 +177,20 @@ def _with_origins(kernel: Kernel, site: jax_adapter.KernelSite, program: Program
         for o in kernel.operands
     )
     return dataclasses.replace(kernel, operands=operands)
+
+
+def _deprecated_backends(kernels: Sequence[Kernel]) -> list[str]:
+    """A notice per kernel on Pallas' Triton backend, where this JAX deprecates it."""
+    deprecated = jax_adapter.triton_deprecation()
+    if not deprecated:
+        return []
+    return [
+        f"{k.name}: {deprecated} Its Mosaic GPU equivalent: plgpu.kernel (or pl.kernel on a "
+        "plgpu.Mesh) with plgpu.emit_pipeline, plgpu.BlockSpec and TMA copies; the "
+        "mosaic-gpu and xla-gpu:<chip> targets lower it."
+        for k in kernels
+        if k.backend == "triton"
+    ]
 
 
 def program_of(traced: Traced) -> Program | None:

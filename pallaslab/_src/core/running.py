@@ -25,7 +25,7 @@ from pallaslab._src.core import (
 )
 from pallaslab._src.core.comparison import compare_located
 from pallaslab._src.core.prefetch import kernel_inputs
-from pallaslab._src.core.program import Program, Traced, require_call
+from pallaslab._src.core.program import Program, Traced, require_call, require_program
 from pallaslab._src.core.seeded import example_arrays
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.records import (
@@ -197,6 +197,15 @@ def kernel_scope(interpret: bool = False, chip: chips.ChipChoice | None = None) 
         # The Run tab says how each kernel ran; no need to warn as well.
         warnings.simplefilter("ignore", emulator.EmulationNotice)
         yield
+
+
+def chip_scope(traced: Traced) -> contextlib.AbstractContextManager[Any]:
+    """Within the block, kernels' device queries answer as when `traced` was traced.
+
+    For what runs its program again outside `run` (a cell's benchmark, a sweep).
+    """
+    program = require_program(traced, "run it")
+    return chips.tracing_chip(chips.running_choice(program.chip))
 
 
 def run_mode(backend: str, interpret: bool, has_kernels: bool, plans: list[emulator.Plan]) -> str:

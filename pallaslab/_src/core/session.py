@@ -251,7 +251,10 @@ def _run(
     try:
         result = running.run(inspection, args, kwargs, ref=ref, interpret=options.interpret)
     except Exception as error:
-        raise fail(error, magic_line) from None
+        # A Mosaic GPU kernel failing in JAX's interpreter fails at a kernel line (its
+        # definition where the error names none), not at the magic line.
+        gpu = [k for k in inspection.kernels if k.backend == "mosaic_gpu" and k.source]
+        raise fail(error, gpu[0].source if len(gpu) == 1 else magic_line) from None
     return inspection.with_result(result)
 
 

@@ -69,7 +69,7 @@ def trace_program(
     name = callable_name(fn)
     functools.update_wrapper(flat_fn, fn, assigned=("__name__", "__qualname__"), updated=())
     abstract = [jax.ShapeDtypeStruct(np.shape(x), _dtype_of(x)) for x in dynamic_leaves]
-    choice, (closed, out_shapes) = _trace_for_chip(flat_fn, abstract, choice)
+    choice, (closed, out_shapes), deprecated = _trace_for_chip(flat_fn, abstract, choice)
     sites = tuple(jax_adapter.find_kernel_sites(closed))
     arg_paths = _named_by_kernels(
         _argument_paths(fn, args, kwargs, dynamic, arg_names), closed, sites
@@ -93,13 +93,17 @@ def trace_program(
         rebuild=rebuild,
         fn=fn,
         chip=choice,
+        notices=deprecated,
     )
 
 
 def _trace_for_chip(
     flat_fn: Callable[..., Any], abstract: Sequence[Any], choice: chips.ChipChoice
-) -> tuple[chips.ChipChoice, Any]:
-    """`make_jaxpr` of the program as it traces on the chips chosen; (chips, result).
+) -> tuple[chips.ChipChoice, Any, tuple[str, ...]]:
+    """`make_jaxpr` of the program as it traces on the chips chosen.
+
+    Returns the chips, the result, and what JAX deprecated in the code as it traced
+    (`pl.core_map`, `plgpu.kernel(out_shape=)` ...), as one-line notices.
 
     TPU programs ask which TPU they are on while tracing: off a TPU, the chosen one
     answers. GPU kernels ask the GPU (SM count, compute capability): without a chosen
@@ -113,12 +117,16 @@ def _trace_for_chip(
         with (
             chips.tracing_chip(chosen, watch_gpu=not chosen.gpu) as watch,
             jax_adapter.mesh_interpret(False),
+            jax_adapter.deprecation_notices() as deprecated,
         ):
             try:
-                return jax.make_jaxpr(flat_fn, return_shape=True)(*abstract), None, watch.asked
+                result = jax.make_jaxpr(flat_fn, return_shape=True)(*abstract), None, watch.asked
             except Exception as error:
-                return None, error, watch.asked
+                result = None, error, watch.asked
+        notices[:] = deprecated  # filled as the block ended
+        return result
 
+    notices: list[str] = []
     result, error, asked = attempt(choice)
     gpu_kernels = result is not None and any(
         jax_adapter.site_backend(site) in ("mosaic_gpu", "triton")
@@ -131,7 +139,7 @@ def _trace_for_chip(
         choice = retried
     if error is not None:
         raise error
-    return choice, result
+    return choice, result, tuple(notices)
 
 
 def _is_array_like(leaf: Any) -> bool:

@@ -74,7 +74,14 @@ from pallaslab._src.core.jax_adapter.gpu_export import export_for_gpu as export_
 from pallaslab._src.core.jax_adapter.gpu_interpret import GPU_INTERPRETER_WHY as GPU_INTERPRETER_WHY
 from pallaslab._src.core.jax_adapter.gpu_interpret import GpuRaceAccess as GpuRaceAccess
 from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    InterpreterFailure as InterpreterFailure,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
     OutOfBoundsAccess as OutOfBoundsAccess,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import forget_failures as forget_failures
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    interpreter_failure as interpreter_failure,
 )
 from pallaslab._src.core.jax_adapter.gpu_interpret import (
     interpreter_out_of_bounds as interpreter_out_of_bounds,
@@ -131,4 +138,5 @@ from pallaslab._src.core.jax_adapter.outputs import output_writers as output_wri
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES as CALL_PRIMITIVES
 from pallaslab._src.core.jax_adapter.probes import MESH_KERNELS as MESH_KERNELS
 from pallaslab._src.core.jax_adapter.probes import feature_notice as feature_notice
+from pallaslab._src.core.jax_adapter.probes import triton_deprecation as triton_deprecation
 from pallaslab._src.core.jax_adapter.shapes import forget_kernel_traces as forget_kernel_traces

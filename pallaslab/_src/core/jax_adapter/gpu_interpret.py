@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
 import io
 import logging
 import re
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -72,6 +74,71 @@ def detects_races() -> bool:
     return "detect_races" in _fields()
 
 
+# ---------------------------------------------------------------------------
+# A failed thread must not leave the others waiting forever.
+#
+# The interpreter runs a kernel's threads (warpgroups) in a thread pool and waits for
+# each in turn; a thread that fails (an operation the interpreter does not support)
+# never arrives at the barriers the others wait on, and the run hangs. So each
+# thread's failure is noted, and the barriers' waits give up when one is: every
+# thread then ends with that failure, which the interpreter raises.
+
+_THREAD_MAP_MODULE = "jax._src.pallas.mosaic.interpret.thread_map"
+_SHARED_MEMORY_MODULE = "jax._src.pallas.mosaic_gpu.interpret.shared_memory"
+_POLL_S = 0.2
+# What failed inside the interpreter during the current (or last) run pallaslab made:
+# a kernel thread's failure, or an operation's as JAX logged it. Only while `_active`
+# (a run in `race_capture`) do barriers give up on a failure.
+_failures: list[BaseException] = []
+_active: list[bool] = [False]
+_guard_installed: list[str] = []
+
+
+class _GivingUpCondition(threading.Condition):
+    """A condition whose untimed wait ends with a kernel thread's failure, if one fails."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if timeout is not None:
+            return super().wait(timeout)
+        while not super().wait(_POLL_S):
+            if _active[0] and _failures:
+                raise _failures[0]
+        return True
+
+
+def _install_guard() -> None:
+    """Wraps the interpreter's thread runner and barriers (once; where this JAX has them)."""
+    if _guard_installed:
+        return
+    threads = _optional(_THREAD_MAP_MODULE)
+    run = getattr(threads, "_run_jaxpr", None)
+    if callable(run):
+
+        @functools.wraps(run)
+        def run_jaxpr(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return run(*args, **kwargs)
+            except Exception as error:
+                if _active[0]:
+                    _failures.append(error)
+                raise
+
+        threads._run_jaxpr = run_jaxpr
+        _guard_installed.append("thread_map._run_jaxpr")
+    barrier = getattr(_optional(_SHARED_MEMORY_MODULE), "Barrier", None)
+    init = getattr(barrier, "__init__", None)
+    if isinstance(barrier, type) and callable(init):
+
+        @functools.wraps(init)
+        def barrier_init(self: Any, *args: Any, **kwargs: Any) -> None:
+            init(self, *args, **kwargs)
+            if type(getattr(self, "cv", None)) is threading.Condition:
+                self.cv = _GivingUpCondition()
+
+        barrier.__init__ = barrier_init
+        _guard_installed.append("shared_memory.Barrier")
+
+
 def make_params(*, detect_races: bool = True, out_of_bounds_reads: str = "raise") -> Any:
     """The interpreter's params: races reported, not raised; out-of-bounds reads as asked.
 
@@ -81,6 +148,7 @@ def make_params(*, detect_races: bool = True, out_of_bounds_reads: str = "raise"
     cls = params_class()
     if cls is None:
         raise NotImplementedError(unavailable())
+    _install_guard()
     fields = _fields()
     options: dict[str, Any] = {}
     if "detect_races" in fields:
@@ -142,7 +210,7 @@ class GpuRaceAccess:
 # "write of HostAllocationKey(memory_space_id=1, ...)[()] from 0, 1, /x.py:11:4 (body)"
 _ACCESS = re.compile(
     r"(?P<access>read|write) of (?P<key>.*?)(?:\[(?P<range>.*)\])? from (?P<thread>.*?)[,\s]+"
-    r"(?P<file>[^\s,]+):(?P<line>\d+)(?::\d+)? \((?P<function>[^()]*)\)\s*$"
+    r"(?P<file>[^\s,]+?):(?P<line>\d+)(?::\d+)? \((?P<function>[^()]*)\)\s*$"
 )
 _MEMORY = re.compile(r"memory_space_id=(\d+)")
 
@@ -213,23 +281,44 @@ class _Tee(io.TextIOBase):
         self.passed.flush()
 
 
+class _KeepCallbackFailures(logging.Filter):
+    """Keeps the exceptions JAX logs for failed callbacks (the interpreter's), unlogged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("jax.io_callback failed"):
+            return True
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            _failures.insert(0, error)  # the operation's own error, before its thread's
+        return False
+
+
 @contextlib.contextmanager
 def race_capture() -> Iterator[list[tuple[GpuRaceAccess, GpuRaceAccess]]]:
     """Collects the races the interpreter reports in the block (filled when it ends).
 
     Reports are printed (older JAX) or logged (0.12): both are taken, neither shown.
+    An operation that fails in the interpreter's callbacks is kept as raised, for
+    `interpreter_failure` to explain, instead of JAX logging its traceback.
     """
+    _failures.clear()  # a new run: nothing has failed
+    _active[0] = True
     texts: list[str] = []
     found: list[tuple[GpuRaceAccess, GpuRaceAccess]] = []
     handler = _Collect(texts)
     root = logging.getLogger()
     root.addHandler(handler)
+    callbacks = logging.getLogger("jax._src.callback")
+    keep = _KeepCallbackFailures()
+    callbacks.addFilter(keep)
     previous = sys.stdout
     sys.stdout = _Tee(texts, previous)
     try:
         yield found
     finally:
+        _active[0] = False
         sys.stdout = previous
+        callbacks.removeFilter(keep)
         root.removeHandler(handler)
         found.extend(parse_races("\n".join(texts)))
 
@@ -277,25 +366,51 @@ def _span(range_text: str) -> tuple[tuple[int, int], ...]:
 
 
 def interpreter_out_of_bounds(error: BaseException) -> OutOfBoundsAccess | None:
-    """The interpreter's out-of-bounds access behind `error` (or its causes), if any."""
-    seen: BaseException | None = error
-    for _ in range(8):
-        if seen is None:
-            break
-        found = _OOB.search(str(seen))
-        if found is not None:
-            location = _user_line_of_chain(error) or _kernel_line_in_text(str(seen))
-            shape = tuple(int(n) for n in re.findall(r"-?\d+", found.group("shape")))
-            return OutOfBoundsAccess(
-                access="load" if found.group("what") == "read" else "store",
-                memory=_memory_name(found.group("key")),
-                span=_span(found.group("range")),
-                shape=shape,
-                location=location,
-                text=found.group(0),
-            )
-        seen = seen.__cause__ or seen.__context__
+    """The interpreter's out-of-bounds access behind `error` (or its causes), if any.
+
+    The access as the interpreter raised it (kept from its log or its thread), whose
+    cause names the kernel's line; else as the error's text quotes it.
+    """
+    for candidate in (*_kept_for(error), error):
+        seen: BaseException | None = candidate
+        for _ in range(8):
+            if seen is None:
+                break
+            found = _OOB.search(str(seen))
+            if found is not None:
+                location = _user_line_of_chain(candidate) or _kernel_line_in_text(str(seen))
+                shape = tuple(int(n) for n in re.findall(r"-?\d+", found.group("shape")))
+                return OutOfBoundsAccess(
+                    access="load" if found.group("what") == "read" else "store",
+                    memory=_memory_name(found.group("key")),
+                    span=_span(found.group("range")),
+                    shape=shape,
+                    location=location,
+                    text=found.group(0),
+                )
+            seen = seen.__cause__ or seen.__context__
+    if _partial_swap(error):
+        return OutOfBoundsAccess("store", "", (), (), None, "an out-of-bounds swap")
     return None
+
+
+def _partial_swap(error: BaseException) -> bool:
+    """A store reaching past the end of its buffer, as jax 0.10's interpreter fails it.
+
+    Before JAX reported such a store as an out-of-bounds swap, it tripped an assertion
+    in `swap_buffer_content` (the part that fits is not the value's shape).
+    """
+    for candidate in (*_kept_for(error), error):
+        text = str(candidate)
+        if "AssertionError" in text and "in swap_buffer_content" in text:
+            return True
+        if isinstance(candidate, AssertionError):
+            frame = candidate.__traceback__
+            while frame is not None:
+                if frame.tb_frame.f_code.co_name == "swap_buffer_content":
+                    return True
+                frame = frame.tb_next
+    return False
 
 
 # A frame of a traceback printed in an error's text: `File "/x.py", line 8, in body`.
@@ -307,9 +422,14 @@ def _kernel_line_in_text(text: str) -> SourceLocation | None:
     found = None
     for frame in _FRAME.finditer(text):
         file = frame.group("file")
-        if "/jax/" not in file and "/jaxlib/" not in file and "/pallaslab/" not in file:
+        if not any(part in file for part in _LIBRARY_PATHS):
             found = SourceLocation(file, int(frame.group("line")))
     return found
+
+
+# Paths of files that are no kernel author's: JAX's, pallaslab's, Python's, IPython's.
+_LIBRARY_PATHS = ("/jax/", "/jaxlib/", "/pallaslab/", "/site-packages/", "/lib/python3")
+_LIBRARY_MODULES = ("jax", "pallaslab", "IPython", "ipykernel", "concurrent", "threading")
 
 
 def _user_line(error: BaseException) -> SourceLocation | None:
@@ -318,7 +438,8 @@ def _user_line(error: BaseException) -> SourceLocation | None:
     frame = error.__traceback__
     while frame is not None:
         name = str(frame.tb_frame.f_globals.get("__name__", ""))
-        if not name.startswith(("jax", "pallaslab")):
+        file = frame.tb_frame.f_code.co_filename
+        if not name.startswith(_LIBRARY_MODULES) and not any(p in file for p in _LIBRARY_PATHS):
             found = SourceLocation(frame.tb_frame.f_code.co_filename, frame.tb_lineno)
         frame = frame.tb_next
     return found
@@ -333,3 +454,74 @@ def _user_line_of_chain(error: BaseException) -> SourceLocation | None:
             return _user_line(seen)
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+# ---------------------------------------------------------------------------
+# Other failures inside the interpreter.
+
+
+@dataclasses.dataclass(frozen=True)
+class InterpreterFailure:
+    """An error raised inside JAX's Mosaic GPU interpreter while it ran a kernel.
+
+    Attributes:
+        kind: The exception's type ("NotImplementedError").
+        message: Its message (the first line).
+        location: The kernel's source line it was raised for, when known.
+    """
+
+    kind: str
+    message: str
+    location: SourceLocation | None
+
+
+_RAISED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<message>.+)$")
+_INTERPRETER_FRAME = "/pallas/mosaic_gpu/interpret/"
+
+
+def forget_failures() -> None:
+    """Forgets what failed in the last run (before running again in the same capture)."""
+    _failures.clear()
+
+
+def _kept_for(error: BaseException) -> list[BaseException]:
+    """The failures kept from the last run, if `error` is that run's callback failure."""
+    if _failures and ("CpuCallback error" in str(error) or error in _failures):
+        return list(_failures)
+    return []
+
+
+def _raised_inside(error: BaseException) -> bool:
+    """Whether the interpreter's own code raised `error` (while it traced the kernel)."""
+    frame = error.__traceback__
+    while frame is not None:
+        if _INTERPRETER_FRAME in frame.tb_frame.f_code.co_filename:
+            return True
+        frame = frame.tb_next
+    return False
+
+
+def interpreter_failure(error: BaseException) -> InterpreterFailure | None:
+    """What failed inside the interpreter behind `error`, if it failed there.
+
+    The interpreter runs the kernel in callbacks: XLA gives back their failure as text
+    (its traceback quoted in the message); the failure of one of the kernel's threads
+    is also kept as it was raised (`_failures`), with the kernel line JAX names.
+    """
+    text = str(error)
+    kept = _kept_for(error)
+    original = kept[0] if kept else None
+    if _INTERPRETER_FRAME not in text and original is None and not _raised_inside(error):
+        return None
+    location = None
+    kind, message = type(error).__name__, text.strip().splitlines()[0] if text.strip() else ""
+    if original is not None:
+        kind = type(original).__name__
+        message = (str(original).strip().splitlines() or [""])[0]
+        location = _user_line_of_chain(original)
+    else:
+        raised = [m for line in text.splitlines() if (m := _RAISED.match(line.strip()))]
+        if raised:
+            kind, message = raised[-1]["type"].rsplit(".", 1)[-1], raised[-1]["message"]
+    location = location or _user_line_of_chain(error) or _kernel_line_in_text(text)
+    return InterpreterFailure(kind, message, location)
