@@ -262,12 +262,10 @@ def _f16(*shape: int, seed: int = 0) -> jax.Array:
 
 
 def interpreter_runs_tcgen05() -> bool:
-    """Whether the installed JAX's Mosaic GPU interpreter has a rule for `tcgen05_mma`."""
-    try:
-        from jax._src.pallas.mosaic_gpu.interpret import jaxpr_interpret
-    except ImportError:
-        return False
-    return hasattr(jaxpr_interpret, "_interpret_tcgen05_mma_p")
+    """Whether the installed JAX's Mosaic GPU interpreter runs `tcgen05_mma` (0.12 on)."""
+    from pallaslab._src.core import jax_adapter
+
+    return jax_adapter.gpu_interpreter_runs("tcgen05_mma")
 
 
 def cases() -> list[Case]:

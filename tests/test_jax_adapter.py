@@ -1372,6 +1372,68 @@ class TestVersionShapes:
         context = lowering.private_context(lambda ctx: None)
         assert not context.allow_unregistered_dialects
 
+    def test_triton_deprecation_is_read_from_jaxs_registry_in_both_forms(self, monkeypatch):
+        from jax._src import deprecations
+
+        from pallaslab._src.core.jax_adapter import probes
+
+        registered = dict(getattr(deprecations, "_registered_deprecations", {}))
+        monkeypatch.setattr(deprecations, "_registered_deprecations", registered)
+        registered.pop("jax-pallas-triton", None)  # jax 0.10: not deprecated
+        assert probes.triton_deprecation() == ""
+        registered["jax-pallas-triton"] = object()  # 0.11 on: registered
+        assert "Triton backend" in probes.triton_deprecation()
+        assert jax.__version__ in probes.triton_deprecation()
+
+    def test_mosaic_gpu_interpreter_shapes(self):
+        # jax 0.10-0.11: params in `interpret.params` (public in plgpu from 0.12), races
+        # printed; 0.12: `on_race` (logged), tcgen05 rules. Either form is met here.
+        from jax._src.pallas.mosaic_gpu.interpret import gpu_callbacks, params
+
+        from pallaslab._src.core.jax_adapter import gpu_interpret
+
+        assert gpu_interpret.params_class() is params.InterpretGPUParams
+        made = gpu_interpret.make_params(out_of_bounds_reads="uninitialized")
+        assert made.detect_races and made.out_of_bounds_reads == "uninitialized"
+        fields = {f.name for f in dataclasses.fields(made)}
+        assert getattr(made, "on_race", "warn") == "warn" and ("on_race" in fields) == hasattr(
+            made, "on_race"
+        )
+        assert callable(gpu_callbacks.reset_gpu_interpret_mode_state)
+        assert {0: "GMEM", 1: "SMEM"}.items() <= {
+            k: v.name for k, v in gpu_callbacks.GPU_MEMORY_SPACE_BY_IDX.items()
+        }.items()
+        # The thread runner and barriers the hang guard wraps, where this JAX has them.
+        from jax._src.pallas.mosaic.interpret import thread_map
+        from jax._src.pallas.mosaic_gpu.interpret import shared_memory
+
+        gpu_interpret._install_guard()
+        assert gpu_interpret._guard_installed == ["thread_map._run_jaxpr", "shared_memory.Barrier"]
+        assert callable(thread_map._run_jaxpr.__wrapped__)
+        import inspect as pyinspect
+
+        assert "self.cv = threading.Condition()" in pyinspect.getsource(
+            shared_memory.Barrier.__init__.__wrapped__
+        )
+
+    def test_pl_kernel_takes_out_type_and_plgpu_kernel_both_names(self):
+        # pl.kernel: out_type / scratch_types in every JAX pallaslab supports; plgpu.kernel
+        # also the old out_shape / scratch_shapes (deprecated from 0.10), read the same.
+        from jax.experimental.pallas import mosaic_gpu as plgpu
+
+        def body(x_ref, o_ref, scratch):
+            scratch[...] = x_ref[...]
+            o_ref[...] = scratch[...] * 2
+
+        out = jax.ShapeDtypeStruct((128,), jnp.float32)
+        scratch = plgpu.SMEM((128,), jnp.float32)
+        new = pl.kernel(body, out_type=out, mesh=plgpu.Mesh(), scratch_types=[scratch])
+        old = plgpu.kernel(body, out_shape=out, scratch_shapes=[scratch])
+        for fn in (new, old):
+            (kernel,) = pallaslab.inspect(fn, corpus.f32(128)).kernels
+            assert kernel.backend == "mosaic_gpu"
+            assert [o.role for o in kernel.operands] == ["in", "out", "scratch"]
+
     def test_gpu_lowering_gets_an_abstract_gpu(self):
         import importlib
 

@@ -119,6 +119,7 @@ def _trace_for_chip(
             jax_adapter.mesh_interpret(False),
             jax_adapter.deprecation_notices() as deprecated,
         ):
+            result: tuple[Any, BaseException | None, list[str]]
             try:
                 result = jax.make_jaxpr(flat_fn, return_shape=True)(*abstract), None, watch.asked
             except Exception as error:

@@ -81,6 +81,9 @@ from pallaslab._src.core.jax_adapter.gpu_interpret import (
 )
 from pallaslab._src.core.jax_adapter.gpu_interpret import forget_failures as forget_failures
 from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    gpu_interpreter_runs as gpu_interpreter_runs,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
     interpreter_failure as interpreter_failure,
 )
 from pallaslab._src.core.jax_adapter.gpu_interpret import (

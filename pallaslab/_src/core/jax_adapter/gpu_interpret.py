@@ -69,6 +69,12 @@ def _fields() -> set[str]:
     return {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
 
 
+def gpu_interpreter_runs(primitive: str) -> bool:
+    """Whether this JAX's Mosaic GPU interpreter has a rule for `primitive` ("tcgen05_mma")."""
+    rules = _optional("jax._src.pallas.mosaic_gpu.interpret.jaxpr_interpret")
+    return hasattr(rules, f"_interpret_{primitive}_p")
+
+
 def detects_races() -> bool:
     """Whether this JAX's Mosaic GPU interpreter has a race detector."""
     return "detect_races" in _fields()
@@ -125,7 +131,7 @@ def _install_guard() -> None:
 
         threads._run_jaxpr = run_jaxpr
         _guard_installed.append("thread_map._run_jaxpr")
-    barrier = getattr(_optional(_SHARED_MEMORY_MODULE), "Barrier", None)
+    barrier: Any = getattr(_optional(_SHARED_MEMORY_MODULE), "Barrier", None)
     init = getattr(barrier, "__init__", None)
     if isinstance(barrier, type) and callable(init):
 
@@ -135,7 +141,7 @@ def _install_guard() -> None:
             if type(getattr(self, "cv", None)) is threading.Condition:
                 self.cv = _GivingUpCondition()
 
-        barrier.__init__ = barrier_init
+        barrier.__init__ = barrier_init  # type: ignore[misc]
         _guard_installed.append("shared_memory.Barrier")
 
 
