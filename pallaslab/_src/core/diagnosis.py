@@ -41,6 +41,7 @@ KIND_TITLES = {
     "callback-error": "a failed callback",
     "out-of-bounds": "an access outside its buffer",
     "interpreter": "an operation JAX's Mosaic GPU interpreter cannot run",
+    "no-gpu": "a question for a GPU asked where there is none",
     "reference": "a reference that does not match the call",
     "usage": "a mistake on the magic line",
     "reproducer": "no reproducer written",

@@ -176,19 +176,27 @@ def forced_interpret(on: bool) -> contextlib.AbstractContextManager[None]:
 
 
 @contextlib.contextmanager
-def kernel_scope(interpret: bool = False, chip: chips.ChipChoice | None = None) -> Iterator[None]:
+def kernel_scope(
+    interpret: bool = False, chip: chips.ChipChoice | None = None, *, watch_gpu: bool = False
+) -> Iterator[jax_adapter.GpuWatch]:
     """Kernels traced within run emulated on CPU, or interpreted when forced.
 
     Everything that runs a user's kernels (a run, a cell, the timing harness) runs
     them in this scope, so they all take the same path. Off a TPU, TPU programs are
     traced for the chosen chip, and GPU kernels' device queries answer for `chip`'s
-    GPU off a GPU (`chips.tracing_chip`): a program runs as it was traced.
+    GPU off a GPU (`chips.tracing_chip`): a program runs as it was traced. With
+    `watch_gpu` and no GPU chosen, the GPU queries kernel code makes are noted in the
+    yielded watch instead.
     """
     emulator.install()
     backend = jax.default_backend()
     request = emulator.INTERPRET if interpret else emulator.EMULATE if backend == "cpu" else None
     with (
-        chips.tracing_chip(chips.running_choice(chip or chips.ChipChoice())),
+        chips.tracing_chip(
+            chips.running_choice(chip or chips.ChipChoice()), watch_gpu=watch_gpu
+        ) as watch,
+        # Mosaic GPU kernels run in JAX's interpreter here: a failed thread ends them.
+        jax_adapter.guarded_gpu_interpreter(),
         jax_adapter.auto_interpret(),
         jax_adapter.forced_interpret(interpret),
         emulator.scope(request),
@@ -196,7 +204,7 @@ def kernel_scope(interpret: bool = False, chip: chips.ChipChoice | None = None) 
     ):
         # The Run tab says how each kernel ran; no need to warn as well.
         warnings.simplefilter("ignore", emulator.EmulationNotice)
-        yield
+        yield watch
 
 
 def chip_scope(traced: Traced) -> contextlib.AbstractContextManager[Any]:

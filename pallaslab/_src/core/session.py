@@ -173,7 +173,10 @@ def execute_cell(
 
     choice = chips.choice_for(options.chip)
     try:
-        with _interpret_scope(options.interpret, choice), jax_adapter.quiet_failed_callbacks():
+        with (
+            _interpret_scope(options.interpret, choice) as watch,
+            jax_adapter.quiet_failed_callbacks(),
+        ):
             statements, last_expr = compile_body(body, filename, fail)
             with jax_adapter.recording_kernels() as recorded:
                 try:
@@ -181,7 +184,7 @@ def execute_cell(
                     if last_expr is not None:
                         last_value = eval(last_expr, namespace)
                 except Exception as error:
-                    raise fail(error) from None
+                    raise _asked_for_a_gpu(fail(error), watch.asked) from None
             if options.call is None:
                 if options.ref is not None:
                     raise usage_failure(
@@ -202,15 +205,19 @@ def execute_cell(
                 )
             except Exception as error:
                 raise fail(error, magic_line) from None
-            inspection = Inspection.from_program(program)
-            check_grids(inspection, program, name_source)
-            check_blocks(inspection, args, kwargs, name_source)
+            # The Run tab says why there is no run, whatever stops the cell.
             inspection = dataclasses.replace(
-                inspection,
-                not_run="the run failed (the error is shown above)"
+                Inspection.from_program(program),
+                not_run="the cell failed before its run (the error is shown above)"
                 if options.run
                 else "--no-run was given; run it with _kernel.run(...)",
             )
+            check_grids(inspection, program, name_source)
+            check_blocks(inspection, args, kwargs, name_source)
+            if options.run:
+                inspection = dataclasses.replace(
+                    inspection, not_run="the run failed (the error is shown above)"
+                )
             if options.run:
                 inspection = _run(
                     inspection,
@@ -260,10 +267,29 @@ def _run(
 
 def _interpret_scope(
     forced: bool, choice: chips.ChipChoice
-) -> contextlib.AbstractContextManager[None]:
+) -> contextlib.AbstractContextManager[jax_adapter.GpuWatch]:
     # On CPU, kernels the cell runs are emulated (Mosaic GPU ones interpreted); --interpret
-    # forces Pallas' own interpreter (also on GPU and TPU); --chip answers device queries.
-    return running.kernel_scope(forced, choice)
+    # forces Pallas' own interpreter (also on GPU and TPU); --chip answers device queries,
+    # else the cell's GPU queries are noted, to say what to do if they fail.
+    return running.kernel_scope(forced, choice, watch_gpu=True)
+
+
+def _asked_for_a_gpu(failed: CellFailedError, asked: list[str]) -> CellFailedError:
+    """A cell that failed after asking for a GPU off one: says so, and what to write."""
+    if not asked or failed.diagnosis.kind not in ("error", "callback-error"):
+        return failed
+    what = failed.diagnosis.summary.rstrip(".")
+    return CellFailedError(
+        dataclasses.replace(
+            failed.diagnosis,
+            kind="no-gpu",
+            summary=f"The code asked the GPU ({asked[0]}) and there is none here: {what}.",
+            hint="Name the GPU to trace and run it for, as in %%kernel --chip H100: its SM "
+            "count, compute capability and device kind answer then. A call named on the "
+            "magic line (%%kernel f(x)) is traced for an H100 by default.",
+        ),
+        failed.error,
+    )
 
 
 def inspect_recorded(sites: list[jax_adapter.KernelSite]) -> Inspection:

@@ -84,6 +84,9 @@ from pallaslab._src.core.jax_adapter.gpu_interpret import (
     gpu_interpreter_runs as gpu_interpreter_runs,
 )
 from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    guarded_gpu_interpreter as guarded_gpu_interpreter,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
     interpreter_failure as interpreter_failure,
 )
 from pallaslab._src.core.jax_adapter.gpu_interpret import (

@@ -300,31 +300,46 @@ class _KeepCallbackFailures(logging.Filter):
 
 
 @contextlib.contextmanager
+def guarded_gpu_interpreter() -> Iterator[None]:
+    """Within the block, kernels the interpreter runs end when one of their threads fails.
+
+    What fails is kept as raised, for `interpreter_failure` to explain, instead of
+    JAX logging its traceback (the run's error says it once).
+    """
+    if _active[0]:  # nested: the outer block guards
+        yield
+        return
+    _failures.clear()  # a new run: nothing has failed
+    _active[0] = True
+    callbacks = logging.getLogger("jax._src.callback")
+    keep = _KeepCallbackFailures()
+    callbacks.addFilter(keep)
+    try:
+        yield
+    finally:
+        _active[0] = False
+        callbacks.removeFilter(keep)
+
+
+@contextlib.contextmanager
 def race_capture() -> Iterator[list[tuple[GpuRaceAccess, GpuRaceAccess]]]:
     """Collects the races the interpreter reports in the block (filled when it ends).
 
     Reports are printed (older JAX) or logged (0.12): both are taken, neither shown.
-    An operation that fails in the interpreter's callbacks is kept as raised, for
-    `interpreter_failure` to explain, instead of JAX logging its traceback.
+    The block is `guarded_gpu_interpreter`.
     """
-    _failures.clear()  # a new run: nothing has failed
-    _active[0] = True
     texts: list[str] = []
     found: list[tuple[GpuRaceAccess, GpuRaceAccess]] = []
     handler = _Collect(texts)
     root = logging.getLogger()
     root.addHandler(handler)
-    callbacks = logging.getLogger("jax._src.callback")
-    keep = _KeepCallbackFailures()
-    callbacks.addFilter(keep)
     previous = sys.stdout
     sys.stdout = _Tee(texts, previous)
     try:
-        yield found
+        with guarded_gpu_interpreter():
+            yield found
     finally:
-        _active[0] = False
         sys.stdout = previous
-        callbacks.removeFilter(keep)
         root.removeHandler(handler)
         found.extend(parse_races("\n".join(texts)))
 
