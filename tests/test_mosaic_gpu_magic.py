@@ -186,7 +186,7 @@ def test_a_cell_running_its_mosaic_gpu_kernel_is_inspected(ip):
     diagnosis = result.error_in_exec.diagnosis
     assert diagnosis.kind == "no-gpu" and diagnosis.line == line_of(PERSISTENT, "core_count")
     assert "--chip H100" in diagnosis.hint
-    result, captured = run(ip, "--chip H100", PERSISTENT + "out = double(x)\n")
+    result, _ = run(ip, "--chip H100", PERSISTENT + "out = double(x)\n")
     assert result.success, result.error_in_exec
     assert float(ip.user_ns["out"].sum()) == 2 * 64 * 128
     (kernel,) = ip.user_ns["_kernel"].kernels
