@@ -189,6 +189,19 @@ def test_each_kernel_runs_in_the_interpreter_and_matches_numpy(name):
     )
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_on_a_gpu_each_kernel_runs_compiled_and_matches_numpy(name):
+    # benchmarks/gpu_mosaic.py (scripts/device-check) also compares it with the interpreter.
+    case, here = CASES[name], chips.gpu_here()
+    if here not in case.chips:
+        pytest.skip(f"{name} is for {', '.join(case.chips)}, not {here}")
+    inspection = pallaslab.inspect(case.fn, *case.args)
+    assert inspection.chip == here and inspection.chip_note == "the GPU here"
+    result = inspection.run(ref=case.reference)
+    assert result.mode == "compiled" and result.comparison.ok, result.comparison
+
+
 def racy(x):
     """Two warpgroups write one shared-memory buffer with nothing ordering them."""
 
