@@ -492,3 +492,50 @@ def test_the_run_tab_says_why_it_was_not_run():
     assert run_tab.payload(inspection)["message"].startswith("Not run: only traced")
     told = dataclasses.replace(inspection, not_run="--no-run was given")
     assert run_tab.payload(told)["message"] == "Not run: --no-run was given."
+
+
+# ---------------------------------------------------------------------------
+# The course's grading runs a Mosaic GPU kernel through the interpreter.
+
+
+def _half_doubler(x, *, both: bool = True):
+    """An exercise-shaped answer: each of two programs doubles its half of x."""
+    half = x.shape[0] // 2
+
+    def body(x_ref, o_ref):
+        i = lax.axis_index("b")
+        window = pl.ds(i * half, half)
+
+        @pl.when(jnp.logical_or(i == 0, both))
+        def _():
+            o_ref[window] = x_ref[window] * 2  # the answer's line
+
+    return plgpu.kernel(
+        body, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(2,), grid_names=("b",)
+    )(x)
+
+
+def test_an_exercise_grades_a_mosaic_gpu_kernel_in_the_interpreter():
+    from pallaslab._src.course import grading
+    from pallaslab._src.course.catalog._helpers import case, f32
+    from pallaslab._src.course.spec import Exercise
+
+    exercise = Exercise(
+        id="99.double",
+        notebook="99_test",
+        title="Double it on a GPU mesh",
+        task="Write double(x): 2 * x, each of two programs doing its half.",
+        reference=lambda x: 2 * x,
+        cases=(case(f32(256)), case(f32(512))),
+        hint="Each program writes its half of the output.",
+    )
+    solved = grading.grade(exercise, _half_doubler)
+    assert solved.ok and solved.kind == "solved", solved
+    assert all(p.result.mode == "mosaic-gpu-interpret" for p in solved.check.points)
+
+    wrong = grading.grade(exercise, lambda x: _half_doubler(x, both=False))
+    assert not wrong.ok and wrong.kind == "wrong-values", wrong
+    # The output's second half is never written: the interpreter's fresh memory is NaN.
+    point = wrong.check.points[0]
+    assert point.comparison.tiles and point.comparison.tiles[0].nan_count == 128
+    assert "wrong in" in wrong.cases[0].summary and "128 NaN" in wrong.cases[0].summary
