@@ -187,6 +187,13 @@ def test_each_kernel_runs_in_the_interpreter_and_matches_numpy(name):
     assert all(
         "JAX's Mosaic GPU interpreter" in n for n in result.notices[: len(inspection.kernels)]
     )
+    from pallaslab._src.views.tabs import overview
+
+    gpu = overview.payload(inspection.with_result(result))["kernels"][0]["races"]["gpu"]
+    assert gpu["sentences"] == [
+        "GPU: no races: JAX's Mosaic GPU interpreter ran it with its race detector on and "
+        "found none."
+    ]
 
 
 @pytest.mark.gpu
@@ -236,6 +243,13 @@ def test_the_interpreters_races_are_findings_at_their_lines():
     # The Run tab lists them with their lines; the header's summary names them.
     model = run_tab.payload(inspection.with_result(result))["result"]
     assert {race["where"]["line"] for race in model["interpreterRaces"]} >= {write, read}
+    # The Kernels tab says them too, where the GPU's races are listed.
+    from pallaslab._src.views.tabs import overview
+
+    (kernel,) = overview.payload(inspection.with_result(result))["kernels"]
+    gpu = kernel["races"]["gpu"]
+    assert gpu["checked"] and any("race on a SMEM buffer" in t for t in gpu["sentences"])
+    assert any(f"lines {write} and {read}" in t for t in gpu["sentences"])
 
 
 def reads_past_the_end(x):
