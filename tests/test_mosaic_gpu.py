@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -473,6 +474,27 @@ def test_deprecations_met_while_tracing_become_notices():
     new = pallaslab.inspect(lambda x: plgpu.kernel(
         body, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype))(x), jnp.zeros(128))  # fmt: skip
     assert not any("deprecated" in n for n in new.notices)
+
+
+def test_core_maps_deprecation_is_a_notice_where_jax_deprecates_it():
+    def fn(x):
+        @pl.run_state
+        def copy(refs):
+            x_ref, o_ref = refs
+
+            @pl.core_map(plgpu.Mesh())  # deprecated for pl.kernel from jax 0.12
+            def _():
+                o_ref[...] = x_ref[...]
+
+        return copy((x, jnp.zeros_like(x)))[1]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _ = pl.core_map
+    deprecated = any(issubclass(w.category, DeprecationWarning) for w in caught)
+    inspection = pallaslab.inspect(fn, jnp.zeros(128))
+    assert inspection.kernels[0].kind == "plgpu.kernel"
+    assert any("core_map" in n and "deprecated" in n for n in inspection.notices) == deprecated
 
 
 def test_a_triton_kernel_under_a_jax_that_deprecates_it_gets_one_notice(monkeypatch):
