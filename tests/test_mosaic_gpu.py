@@ -300,12 +300,9 @@ def test_an_out_of_bounds_write_fails_at_its_line():
     with pytest.raises(RuntimeError) as failed:
         inspection.run()
     found = diagnose(failed.value, lambda f: "line" if f == __file__ else None)
+    # Newer JAX names the elements (96..159); jax 0.10 only fails an assertion of the store.
     assert found.kind == "out-of-bounds", found
-    # Newer JAX names the elements; jax 0.10 only fails an assertion of the store.
-    assert (
-        "writes elements 96..159 of a GMEM buffer of shape 128" in found.summary
-        or "writes past the end of a buffer" in found.summary
-    ), found.summary
+    assert "The kernel writes" in found.summary and "out of bounds" in found.summary
 
 
 def whole_array_pallas_call(x):
@@ -384,7 +381,7 @@ def test_a_failing_thread_does_not_leave_the_others_waiting():
     inspection = pallaslab.inspect(fn, jnp.arange(128.0))
     with pytest.raises(RuntimeError) as failed:
         inspection.run()  # ends (before the guard, it waited forever)
-    assert diagnose(failed.value, lambda _: None).kind in ("out-of-bounds", "interpreter")
+    assert diagnose(failed.value, lambda _: None).kind == "out-of-bounds"
     # And the interpreter is usable again.
     case = CASES["cluster_scale"]
     assert pallaslab.inspect(case.fn, *case.args).run(ref=case.reference).comparison.ok

@@ -156,11 +156,8 @@ def test_a_failing_kernel_is_one_message_at_its_line_not_line_1(ip):
     assert isinstance(error, KernelCellError), repr(error)
     diagnosis = error.diagnosis
     assert diagnosis.kind == "out-of-bounds"
-    # The store's line where JAX says it, else the kernel's: never the magic line.
-    assert diagnosis.line in (
-        line_of(OUT_OF_BOUNDS, "o_ref[pl.ds"),
-        line_of(OUT_OF_BOUNDS, "def body"),
-    )
+    # The store's line (the kernel's only store: JAX names no line for it).
+    assert diagnosis.line == line_of(OUT_OF_BOUNDS, "o_ref[pl.ds")
     assert diagnosis.line != 1 and diagnosis.label.startswith("Cell")
     assert inspectors(captured) == 1
     assert "Traceback" not in captured.stdout + captured.stderr

@@ -102,6 +102,37 @@ def out_of_bounds(access: jax_adapter.OutOfBoundsAccess, kernels: Sequence[Kerne
     )
 
 
+def failure_line(error: BaseException, kernel: Kernel) -> SourceLocation | None:
+    """The kernel's line to blame for `error` from the interpreter, where JAX names none.
+
+    An out-of-bounds store reports no line (jax 0.10 fails an assertion; 0.12 raises
+    without the store's stack): when the kernel stores from one source line only, that
+    line. Else the kernel's definition.
+    """
+    found = jax_adapter.interpreter_out_of_bounds(error)
+    if found is not None and found.access == "store" and found.location is None:
+        stores = {
+            (file, line)
+            for text_line, file, line in kernel.jaxpr_source_map
+            if _is_store(_line_text(kernel.jaxpr, text_line))
+        }
+        if len(stores) == 1:
+            ((file, line),) = stores
+            return SourceLocation(file, line)
+    return kernel.source
+
+
+def _line_text(text: str, number: int) -> str:
+    lines = text.splitlines()
+    return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+def _is_store(jaxpr_line: str) -> bool:
+    """A ref store as jaxprs print it: `old, ref[i:i+64] <- ref[i:i+64], value`."""
+    target, arrow, _ = jaxpr_line.partition(" <- ")
+    return bool(arrow) and "[" in target.split(",")[-1]
+
+
 def kernel_at(kernels: Sequence[Kernel], location: SourceLocation | None) -> Kernel | None:
     """The kernel whose body has a line at `location` (its jaxpr's source map)."""
     if location is None:

@@ -16,7 +16,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pallaslab._src.base import messages
-from pallaslab._src.core import chips, compile_cache, jax_adapter, running, settings, tracing
+from pallaslab._src.core import (
+    chips,
+    compile_cache,
+    gpu_interpreting,
+    jax_adapter,
+    running,
+    settings,
+    tracing,
+)
 from pallaslab._src.core.cell_checks import check_blocks, check_grids, check_reference
 from pallaslab._src.core.cell_code import (
     MAGIC_LINE,
@@ -261,7 +269,8 @@ def _run(
         # A Mosaic GPU kernel failing in JAX's interpreter fails at a kernel line (its
         # definition where the error names none), not at the magic line.
         gpu = [k for k in inspection.kernels if k.backend == "mosaic_gpu" and k.source]
-        raise fail(error, gpu[0].source if len(gpu) == 1 else magic_line) from None
+        where = gpu_interpreting.failure_line(error, gpu[0]) if len(gpu) == 1 else None
+        raise fail(error, where or magic_line) from None
     return inspection.with_result(result)
 
 

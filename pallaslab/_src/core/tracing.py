@@ -103,7 +103,7 @@ def _trace_for_chip(
     """`make_jaxpr` of the program as it traces on the chips chosen.
 
     Returns the chips, the result, and what JAX deprecated in the code as it traced
-    (`pl.core_map`, `plgpu.kernel(out_shape=)` ...), as one-line notices.
+    (`pl.core_map`, the old `out_shape` of `plgpu.kernel` ...), as one-line notices.
 
     TPU programs ask which TPU they are on while tracing: off a TPU, the chosen one
     answers. GPU kernels ask the GPU (SM count, compute capability): without a chosen

@@ -100,7 +100,7 @@ class ChipDevice:
         return f"ChipDevice(id={self.id}, {self.device_kind!r}, traced for; no GPU here)"
 
 
-@dataclasses.dataclass(eq=False)  # by identity: it sits in JAX's trace context
+@dataclasses.dataclass
 class GpuWatch:
     """What kernel code asked of the device while a scope watched (see the module's doc).
 
@@ -114,7 +114,12 @@ class GpuWatch:
 @dataclasses.dataclass(frozen=True)
 class _State:
     chip: GpuChip
-    watch: GpuWatch | None  # watching only: JAX's own answers, noting questions
+    watching: bool  # JAX's own answers; the questions noted (in `_watches`)
+
+
+# The watches of the scopes that watch, innermost last (per thread): what is noted is
+# not part of the trace context, so a watched program compiles as an unwatched one.
+_watches = threading.local()
 
 
 # The chosen GPU (a `_State`, or None): part of JAX's trace context and jit key.
@@ -146,8 +151,10 @@ def _answering(query: str) -> GpuChip | None:
     state = _state()
     if state is None:
         return None
-    if state.watch is not None:
-        state.watch.asked.append(query)
+    if state.watching:
+        stack = getattr(_watches, "stack", [])
+        if stack:
+            stack[-1].asked.append(query)
         return None
     return state.chip
 
@@ -183,7 +190,7 @@ def _wrap_arch(original: Callable[[], Any]) -> Callable[[], Any]:
     @functools.wraps(original)
     def infer_arch() -> Any:
         state = _state()
-        if state is not None and state.watch is None:
+        if state is not None and not state.watching:
             return state.chip.compute_capability
         return original()
 
@@ -247,7 +254,9 @@ def gpu_chip_scope(
     if _STATE is None:  # pragma: no cover - depends on the JAX version
         yield noted
         return
-    previous = _STATE.swap_local(_State(chip, noted if watch else None))
+    previous = _STATE.swap_local(_State(chip, watch))
+    stack = _watches.__dict__.setdefault("stack", [])
+    stack.append(noted)
     try:
         if watch:
             yield noted
@@ -255,10 +264,11 @@ def gpu_chip_scope(
             with jax.sharding.use_abstract_mesh(abstract_mesh(chip, platform)):
                 yield noted
     finally:
+        stack.pop()
         _STATE.set_local(previous)
 
 
 def answering_chip() -> str:
     """The GPU device queries answer for now ("" when JAX answers them)."""
     state = _state()
-    return state.chip.name if state is not None and state.watch is None else ""
+    return state.chip.name if state is not None and not state.watching else ""
