@@ -436,6 +436,7 @@ def run_summary(model: RunPane) -> str:
     comparison = result["comparison"]
     findings = len(result["leaks"]) + len(result["outOfBounds"])
     findings += sum(c["confirmed"] for c in result["raceChecks"])
+    findings += len(result["interpreterRaces"])
     if comparison is not None:
         text += f" \u00b7 {comparison['verdict']}"
     if findings:
