@@ -205,3 +205,19 @@ def test_frames_of_jax_from_a_source_checkout_are_library_frames(monkeypatch):
     assert sources.is_library_file("/home/dev/src/jax/jax/_src/state/primitives.py")
     assert not sources.is_library_file("/home/dev/src/kernels/matmul.py")
     assert sources.is_library_file("/usr/lib/python3/dist-packages/numpy/core.py")
+
+
+def test_mosaic_gpu_ops_newer_than_the_jaxlib_are_registered_only_where_it_has_them(tmp_path):
+    # jax 0.12 registers rules for dialect ops jaxlib 0.10 lacks (VectorConcatOp).
+    folder = tmp_path / "jax" / "experimental" / "mosaic" / "gpu"
+    folder.mkdir(parents=True)
+    (folder / "dialect_lowering.py").write_text(
+        "@_register_lowering(mgpu.VectorConcatOp)\ndef a(): ...\n"
+        "@_register_lowering(mgpu.WGMMAOp, support_warp_semantics=True)\ndef b(): ...\n"
+    )
+    assert "jax/experimental/mosaic/gpu/dialect_lowering.py" in probe.apply_jaxlib_shims(tmp_path)
+    text = (folder / "dialect_lowering.py").read_text()
+    assert '@_register_lowering(getattr(mgpu, "VectorConcatOp", None))' in text
+    assert (
+        '@_register_lowering(getattr(mgpu, "WGMMAOp", None), support_warp_semantics=True)' in text
+    )
