@@ -407,8 +407,26 @@ def test_race_reports_are_read_from_either_form():
         "  clock: [3 0 0]\n"
     )
     ((a, b),) = gpu_interpret.parse_races(report)
-    assert (a.access, a.memory, a.thread, a.location.line) == ("write", "SMEM", "0, 1", 11)
-    assert (b.access, b.thread, b.location.file, b.location.line) == ("read", "0, 0", "/k.py", 12)
+    assert (a.access, a.memory, a.thread, a.location.line) == ("write", "SMEM", "thread 1", 11)
+    assert (b.access, b.thread, b.location.file, b.location.line) == (
+        "read",
+        "thread 0",
+        "/k.py",
+        12,
+    )
+    # jax 0.12 names warpgroups.
+    newer = (
+        "RACE DETECTED\n  write of HostAllocationKey(memory_space_id=1, device_id=0, "
+        "block_id=0, thread_id=0, initial_ref_count=2, buffer_id=7)[(slice(0, 8, None),)] "
+        "from Warpgroup(device_id=0, cluster_id=0, block_id=3, warpgroup_id=1), "
+        "/k.py:20:8 (body)\n  clock: [0 2]\n  read of HostAllocationKey(memory_space_id=1,"
+        " device_id=0, block_id=0, thread_id=0, initial_ref_count=2, buffer_id=7)"
+        "[(slice(0, 8, None),)] from Warpgroup(device_id=0, cluster_id=0, block_id=3, "
+        "warpgroup_id=0), /k.py:21:8 (body)\n  clock: [3 0]\n"
+    )
+    ((a, b),) = gpu_interpret.parse_races(newer)
+    assert (a.thread, a.memory, a.location.line) == ("warpgroup 1 of block 3", "SMEM", 20)
+    assert (b.access, b.thread, b.location.line) == ("read", "warpgroup 0 of block 3", 21)
 
 
 # ---------------------------------------------------------------------------

@@ -380,8 +380,7 @@ class InterpreterRace:
         kernel_index: Its index in the program.
         memory: The buffer's memory space ("SMEM", "GMEM", "TMEM"; "" if not said).
         accesses: The two accesses, "write" or "read" each (the later one first).
-        threads: Who made each, as the interpreter names them ("0, 1": the block's
-            device and the thread (warpgroup) in it).
+        threads: Who made each ("thread 1", "warpgroup 1 of block 0").
         location: The source line of the first access.
         other_location: The source line of the second.
         count: How many times the interpreter reported this pair of lines.
@@ -401,7 +400,7 @@ class InterpreterRace:
 
         def side(k: int, at: SourceLocation | None) -> str:
             line = f" at line {at.line}" if at is not None else ""
-            return f"a {self.accesses[k]} by thread ({self.threads[k]}){line}"
+            return f"a {self.accesses[k]} by {self.threads[k]}{line}"
 
         memory = f" {self.memory}" if self.memory else ""
         times = f" (reported {self.count} times)" if self.count > 1 else ""

@@ -225,9 +225,47 @@ def _memory_name(key: str) -> str:
     found = _MEMORY.search(key)
     if not found:
         return ""
-    spaces = getattr(_optional(_CALLBACKS_MODULE), "GPU_MEMORY_SPACE_BY_IDX", {})
-    space = spaces.get(int(found.group(1)))
+    space = _memory_spaces().get(int(found.group(1)))
     return str(getattr(space, "name", space or "")).upper()
+
+
+def _memory_spaces() -> dict[int, Any]:
+    """The interpreter's memory spaces by id.
+
+    `GPU_MEMORY_SPACE_BY_IDX` (jax 0.10), or the inverse of `IDX_BY_GPU_MEMORY_SPACE`
+    (in `shared_memory` from 0.12).
+    """
+    callbacks = _optional(_CALLBACKS_MODULE)
+    by_id = getattr(callbacks, "GPU_MEMORY_SPACE_BY_IDX", None)
+    if by_id is not None:
+        return dict(by_id)
+    for module in (callbacks, _optional(_SHARED_MEMORY_MODULE)):
+        ids = getattr(module, "IDX_BY_GPU_MEMORY_SPACE", None)
+        if ids is not None:
+            return {index: space for space, index in ids.items()}
+    return {}
+
+
+_WARPGROUP = re.compile(r"block_id=(\d+).*?warpgroup_id=(\d+)(?:.*?warp_id=(\d+))?")
+
+
+def _thread_name(text: str) -> str:
+    """Who made an access, in words.
+
+    "thread 1" (jax 0.10's "0, 1": device, thread) or "warpgroup 1 of block 0"
+    (0.12's `Warpgroup(device_id=..., block_id=0, ...)`).
+    """
+    text = text.strip(" ,")
+    found = _WARPGROUP.search(text)
+    if found is not None:
+        block, group, warp = found.groups()
+        name = f"warpgroup {group} of block {block}"
+        return f"warp {warp} of {name}" if warp is not None else name
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        device, thread = parts
+        return f"thread {thread}" + (f" of device {device}" if device != "0" else "")
+    return text
 
 
 def parse_races(text: str) -> list[tuple[GpuRaceAccess, GpuRaceAccess]]:
@@ -243,7 +281,7 @@ def parse_races(text: str) -> list[tuple[GpuRaceAccess, GpuRaceAccess]]:
                 GpuRaceAccess(
                     access=found.group("access"),
                     memory=_memory_name(found.group("key")),
-                    thread=found.group("thread").strip(" ,"),
+                    thread=_thread_name(found.group("thread")),
                     location=SourceLocation(found.group("file"), int(found.group("line"))),
                     function=found.group("function"),
                 )
