@@ -667,12 +667,28 @@ class TestLoweringShapes:
             with lowering.tpu_chip(chip):
                 assert tpu_info.get_device_kind() == device_kind
 
-    def test_gpu_backend_switch_is_a_config_state(self):
+    def test_gpu_backend_switch_is_a_config_state_or_the_kernels_params(self):
+        # Up to 0.11 a config state picks the GPU backend of kernels without compiler
+        # params; 0.12 has none (Triton), and pallaslab gives them Mosaic GPU's params.
         from jax._src import config
 
-        state = config.jax_pallas_use_mosaic_gpu
-        with state(False):
-            assert state.value is False
+        from pallaslab._src.core.jax_adapter import lowering
+
+        state = getattr(config, "jax_pallas_use_mosaic_gpu", None)
+        if state is not None:
+            with state(False):
+                assert state.value is False
+        case = corpus.blocked_add()
+        site = program_of(pallaslab.inspect(case.fn, *case.args)).sites[0]
+        assert site.params.get("compiler_params") is None
+        for mosaic_gpu, backend in ((True, "mosaic_gpu"), (False, "triton")):
+            module = lowering.lower_module(
+                lowering.kernel_function(site),
+                lowering.kernel_avals(site),
+                "cuda",
+                mosaic_gpu=mosaic_gpu,
+            )
+            assert lowering.kernel_payloads(module)[0].backend == backend
 
     def test_lowering_frames_hold_the_equation(self):
         from pallaslab._src.core.jax_adapter import lowering
@@ -1418,7 +1434,8 @@ class TestVersionShapes:
 
     def test_pl_kernel_takes_out_type_and_plgpu_kernel_both_names(self):
         # pl.kernel: out_type / scratch_types in every JAX pallaslab supports; plgpu.kernel
-        # also the old out_shape / scratch_shapes (deprecated from 0.10), read the same.
+        # also the old out_shape / scratch_shapes (deprecated in 0.10, gone in 0.12), read
+        # the same.
         from jax.experimental.pallas import mosaic_gpu as plgpu
 
         def body(x_ref, o_ref, scratch):
@@ -1427,9 +1444,14 @@ class TestVersionShapes:
 
         out = jax.ShapeDtypeStruct((128,), jnp.float32)
         scratch = plgpu.SMEM((128,), jnp.float32)
-        new = pl.kernel(body, out_type=out, mesh=plgpu.Mesh(), scratch_types=[scratch])
-        old = plgpu.kernel(body, out_shape=out, scratch_shapes=[scratch])
-        for fn in (new, old):
+        import inspect as pyinspect
+
+        kernels = [pl.kernel(body, out_type=out, mesh=plgpu.Mesh(), scratch_types=[scratch])]
+        if "out_shape" in pyinspect.signature(plgpu.kernel).parameters:  # 0.10, 0.11
+            kernels.append(plgpu.kernel(body, out_shape=out, scratch_shapes=[scratch]))
+        else:  # 0.12: removed
+            assert "scratch_shapes" not in pyinspect.signature(plgpu.kernel).parameters
+        for fn in kernels:
             (kernel,) = pallaslab.inspect(fn, corpus.f32(128)).kernels
             assert kernel.backend == "mosaic_gpu"
             assert [o.role for o in kernel.operands] == ["in", "out", "scratch"]

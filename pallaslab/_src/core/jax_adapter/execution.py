@@ -151,6 +151,8 @@ def _install_pallas_call_gpu_interpret() -> None:
     inner = types.MethodType(type(primitive).bind, primitive)
 
     def bind(*args: Any, **params: Any) -> Any:
+        if getattr(_preferred, "mosaic_gpu", False) and params.get("compiler_params") is None:
+            params = dict(params, compiler_params=_mosaic_gpu_params())
         if gpu_interpreted_params(params) and _auto_mesh_interpret():
             params = dict(
                 params,
@@ -160,6 +162,32 @@ def _install_pallas_call_gpu_interpret() -> None:
         return inner(*args, **params)
 
     primitive.bind = bind
+
+
+# Kernels without compiler params bound in `prefer_mosaic_gpu()`: lowered with Mosaic GPU.
+_preferred = threading.local()
+
+
+@contextlib.contextmanager
+def prefer_mosaic_gpu() -> Iterator[None]:
+    """Within the block, `pallas_call`s bound without compiler params get Mosaic GPU's.
+
+    What `jax_pallas_use_mosaic_gpu` did for a GPU lowering up to jax 0.11; jax 0.12
+    has no such switch (a kernel without params lowers with Triton), so the choice is
+    made where the kernel is bound.
+    """
+    _install_pallas_call_gpu_interpret()
+    previous = getattr(_preferred, "mosaic_gpu", False)
+    _preferred.mosaic_gpu = True
+    try:
+        yield
+    finally:
+        _preferred.mosaic_gpu = previous
+
+
+def _mosaic_gpu_params() -> Any:
+    module = _optional_module("jax.experimental.pallas.mosaic_gpu")
+    return module.CompilerParams()
 
 
 def gpu_interpreted_params(params: dict[str, Any]) -> bool:

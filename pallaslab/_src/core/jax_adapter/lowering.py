@@ -17,6 +17,7 @@ import functools
 import importlib
 import json
 import pickle
+import sys
 import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -139,11 +140,18 @@ def kernel_avals(site: KernelSite) -> list[jax.ShapeDtypeStruct]:
 def gpu_backend(mosaic_gpu: bool | None) -> Iterator[None]:
     """Within the block, kernels without GPU compiler params lower with Mosaic GPU.
 
-    True selects Mosaic GPU, False Triton; None keeps JAX's default.
+    True selects Mosaic GPU, False Triton; None keeps JAX's default. Up to jax 0.11 it
+    is JAX's `jax_pallas_use_mosaic_gpu` switch; jax 0.12 has none (Triton, unless a
+    kernel's params say otherwise), and such kernels are given Mosaic GPU's params as
+    they are bound.
     """
     state = getattr(jax_config, "jax_pallas_use_mosaic_gpu", None)
-    if mosaic_gpu is None or state is None:
-        yield
+    if mosaic_gpu is None or (state is None and not mosaic_gpu):
+        yield  # without the switch (jax 0.12), kernels without params lower with Triton
+        return
+    if state is None:
+        with execution.prefer_mosaic_gpu():
+            yield
         return
     with state(mosaic_gpu):
         yield
@@ -291,6 +299,7 @@ def deprecation_notices() -> Iterator[list[str]]:
     they are about. The list is filled when the block ends.
     """
     found: list[str] = []
+    _warn_again()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DeprecationWarning)
         try:
@@ -301,6 +310,21 @@ def deprecation_notices() -> Iterator[list[str]]:
                     text = f"jax {jax.__version__}: {warning.message}"
                     if text not in found:
                         found.append(text)
+
+
+def _warn_again() -> None:
+    """Lets JAX's deprecated module attributes warn again (`pl.core_map` ...).
+
+    JAX serves them through a cached module `__getattr__` that warns on the first
+    access only: a program inspected again would say nothing.
+    """
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("jax"):
+            continue
+        getter: Any = getattr(module, "__dict__", {}).get("__getattr__")
+        clear = getattr(getter, "cache_clear", None)
+        if isinstance(getattr(module, "_deprecations", None), dict) and callable(clear):
+            clear()
 
 
 def module_text(module: Any) -> str:
