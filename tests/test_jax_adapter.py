@@ -888,13 +888,12 @@ class TestChipsAndMeshShapes:
             assert pltpu.create_tensorcore_mesh("core").shape == {"core": 1}
 
     def test_mesh_kernel_params_and_mesh_modules(self):
+        # pl.core_map binds its own primitive up to 0.11, mpmd_map (as pl.kernel) from 0.12.
+        from jax._src.pallas import core as pallas_core
         from jax.experimental.pallas import mosaic_gpu as plgpu
         from jax.experimental.pallas import tpu as pltpu
 
         from pallaslab._src.core.jax_adapter import execution, kernels
-
-        # pl.core_map binds its own primitive up to 0.11, mpmd_map (as pl.kernel) from 0.12.
-        from jax._src.pallas import core as pallas_core
 
         primitives = {p.name for p in execution.mesh_primitives()}
         assert primitives == {"mpmd_map"} | (
