@@ -1420,9 +1420,13 @@ class TestVersionShapes:
             made, "on_race"
         )
         assert callable(gpu_callbacks.reset_gpu_interpret_mode_state)
-        assert {0: "GMEM", 1: "SMEM"}.items() <= {
-            k: v.name for k, v in gpu_callbacks.GPU_MEMORY_SPACE_BY_IDX.items()
-        }.items()
+        # Memory-space ids: GPU_MEMORY_SPACE_BY_IDX (0.10) or the inverse of
+        # IDX_BY_GPU_MEMORY_SPACE, moved to shared_memory (0.12).
+        spaces = {k: v.name for k, v in gpu_interpret._memory_spaces().items()}
+        assert {0: "GMEM", 1: "SMEM"}.items() <= spaces.items()
+        # The rules it has: wgmma in every version, tcgen05 from 0.12 (methods then).
+        assert gpu_interpret.gpu_interpreter_runs("wgmma_ref")
+        assert not gpu_interpret.gpu_interpreter_runs("no_such_primitive")
         # The thread runner and barriers the hang guard wraps, where this JAX has them.
         from jax._src.pallas.mosaic.interpret import thread_map
         from jax._src.pallas.mosaic_gpu.interpret import shared_memory

@@ -72,7 +72,10 @@ def _fields() -> set[str]:
 def gpu_interpreter_runs(primitive: str) -> bool:
     """Whether this JAX's Mosaic GPU interpreter has a rule for `primitive` ("tcgen05_mma")."""
     rules = _optional("jax._src.pallas.mosaic_gpu.interpret.jaxpr_interpret")
-    return hasattr(rules, f"_interpret_{primitive}_p")
+    name = f"_interpret_{primitive}_p"
+    # A function of the module, or a method of its interpreter class (0.12).
+    holders = [rules, *(v for v in vars(rules).values() if isinstance(v, type))] if rules else []
+    return any(hasattr(holder, name) for holder in holders)
 
 
 def detects_races() -> bool:
