@@ -596,3 +596,14 @@ def test_an_exercise_grades_a_mosaic_gpu_kernel_in_the_interpreter():
     point = wrong.check.points[0]
     assert point.comparison.tiles and point.comparison.tiles[0].nan_count == 128
     assert "wrong in" in wrong.cases[0].summary and "128 NaN" in wrong.cases[0].summary
+
+
+def test_a_static_slice_past_its_ref_is_explained_at_its_line():
+    # jax 0.12 refuses these while tracing (0.10 let masked lanes hang over the end).
+    from pallaslab._src.core.diagnose_matchers import MATCHERS
+
+    error = ValueError("Out of bound slice: start=0, size=128, stride=1, dim=100.")
+    found = next(d for m in MATCHERS if (d := m(error, ())) is not None)
+    assert found.kind == "slice-out-of-bounds"
+    assert "elements 0..127" in found.summary and "ref of 100" in found.summary
+    assert "jax 0.12" in found.hint

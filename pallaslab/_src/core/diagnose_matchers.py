@@ -334,6 +334,27 @@ def _spec_structure(match: re.Match[str], error: BaseException) -> Diagnosis | N
     )
 
 
+_STATIC_SLICE = re.compile(
+    r"Out of bound slice: start=(?P<start>-?\d+), size=(?P<size>\d+), stride=\d+, dim=(?P<dim>\d+)"
+)
+
+
+@_on_message(_STATIC_SLICE)
+def _static_slice(match: re.Match[str], error: BaseException) -> Diagnosis | None:
+    """A slice known while tracing that reaches past its ref (refused from jax 0.12)."""
+    start, size, dim = int(match["start"]), int(match["size"]), int(match["dim"])
+    return Diagnosis(
+        "slice-out-of-bounds",
+        f"A slice of {size} elements from {start} reaches past the end of a ref of {dim} "
+        f"(elements {start}..{start + size - 1}); JAX refuses it while tracing, mask or "
+        "no mask.",
+        "jax 0.12 checks slices known while tracing against the ref (earlier versions let "
+        "masked lanes hang over the end): make the block as large as the slice (a "
+        "BlockSpec of the padded size, e.g. pl.next_power_of_2 of the row) and mask what "
+        "lies past the array, or slice no further than the ref.",
+    )
+
+
 def _mosaic_gpu_interpreter(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
     """An error JAX's Mosaic GPU interpreter raised while it ran a kernel on the CPU."""
     found = jax_adapter.interpreter_out_of_bounds(error)
@@ -422,6 +443,7 @@ MATCHERS: tuple[Matcher, ...] = (
     _kernel_returns,
     _kernel_arity,
     _store_shape,
+    _static_slice,
     _mosaic_gpu_interpreter,
     _embedded_traceback,
     _generic,

@@ -40,6 +40,7 @@ KIND_TITLES = {
     "block-out-of-bounds": "a block outside its array",
     "callback-error": "a failed callback",
     "out-of-bounds": "an access outside its buffer",
+    "slice-out-of-bounds": "a slice past the end of its ref",
     "interpreter": "an operation JAX's Mosaic GPU interpreter cannot run",
     "no-gpu": "a question for a GPU asked where there is none",
     "reference": "a reference that does not match the call",
