@@ -61,6 +61,7 @@ from pallaslab._src.records.mosaic_gpu import (
 )
 from pallaslab._src.records.runs import (
     Comparison,
+    InterpreterRace,
     Leak,
     OutOfBounds,
     OutputSummary,
@@ -101,6 +102,7 @@ __all__ = [
     "Hint",
     "IndexMap",
     "Inspection",
+    "InterpreterRace",
     "IrDiff",
     "Kernel",
     "KernelMerit",

@@ -302,8 +302,37 @@ TPU_PUBLISHED = {
     ),
 }
 
-GPU_NON_FIGURES = {"name", "full_name", "source"}
-TPU_NON_FIGURES = {"name", "full_name", "source"}
+GPU_NON_FIGURES = {"name", "full_name", "device_kind", "source"}
+TPU_NON_FIGURES = {"name", "full_name", "device_kind", "source"}
+
+# The names devices report, typed from where they are printed: the CUDA driver's
+# product name (`nvidia-smi --query-gpu=name`, `cudaDeviceProp::name`), which JAX gives
+# as `device.device_kind`; for TPUs, what JAX's `tpu_info` matches each generation by.
+NVIDIA_SMI = "https://docs.nvidia.com/deploy/nvidia-smi/index.html (name: the product name)"
+JAX_GPU_INFO = "https://github.com/jax-ml/jax/blob/main/jax/_src/pallas/triton/gpu_info.py"
+JAX_MGPU_INTERPRET_TEST = (
+    "https://github.com/jax-ml/jax/blob/main/tests/pallas/gpu_pallas_interpret_test.py"
+)
+JAX_TPU_INFO = "https://github.com/jax-ml/jax/blob/main/jax/_src/tpu_info.py"
+DEVICE_KINDS = {
+    "A100": ("NVIDIA A100-SXM4-80GB", "name: NVIDIA A100-SXM4-80GB (80GB SXM4)", NVIDIA_SMI),
+    "H100": (
+        "NVIDIA H100 80GB HBM3",
+        'AbstractDevice(device_kind="NVIDIA H100 80GB HBM3") (an H100 SXM5)',
+        JAX_MGPU_INTERPRET_TEST,
+    ),
+    "H200": ("NVIDIA H200", 'H200 = "NVIDIA H200"', JAX_GPU_INFO),
+    "B200": ("NVIDIA B200", 'B200 = "NVIDIA B200"', JAX_GPU_INFO),
+    "L4": ("NVIDIA L4", 'L4 = "NVIDIA L4"', JAX_GPU_INFO),
+    "RTX 4090": ("NVIDIA GeForce RTX 4090", 'RTX_4090 = "NVIDIA GeForce RTX 4090"', JAX_GPU_INFO),
+}
+TPU_DEVICE_KINDS = {
+    "v4": ("TPU v4", '"TPU v4": ChipVersion.TPU_V4', JAX_TPU_INFO),
+    "v5e": ("TPU v5 lite", '"TPU v5 lite": ChipVersion.TPU_V5E', JAX_TPU_INFO),
+    "v5p": ("TPU v5", '"TPU v5": ChipVersion.TPU_V5P', JAX_TPU_INFO),
+    "v6e": ("TPU v6 lite", '"TPU v6 lite": ChipVersion.TPU_V6E', JAX_TPU_INFO),
+    "7x": ("TPU7x", '"TPU7x": ChipVersion.TPU_7X', JAX_TPU_INFO),
+}
 
 
 # --- The table against the published figures ------------------------------------------
@@ -372,6 +401,26 @@ DEFAULT_SCOPED_VMEM = {
 def test_default_scoped_vmem_is_what_libtpu_and_its_users_say(chip):
     assert DEFAULT_SCOPED_VMEM[chip].admits(hardware.tpu(chip).default_scoped_vmem)
     assert hardware.tpu(chip).default_scoped_vmem <= hardware.tpu(chip).vmem_per_core
+
+
+@pytest.mark.parametrize("chip", sorted(DEVICE_KINDS))
+def test_gpu_device_kinds_are_the_reported_names(chip):
+    kind, _quote, _url = DEVICE_KINDS[chip]
+    assert hardware.gpu(chip).device_kind == kind
+    # A device reporting the name is found in the table; so is a variant naming the chip.
+    assert hardware.gpu_of_device_kind(kind) is hardware.gpu(chip)
+    assert hardware.gpu_of_device_kind(kind + " PCIe") is hardware.gpu(chip)
+
+
+def test_a_device_kind_names_its_own_chip_only():
+    assert hardware.gpu_of_device_kind("NVIDIA H100 PCIe").name == "H100"
+    assert hardware.gpu_of_device_kind("NVIDIA L40") is None  # not an L4
+    assert hardware.gpu_of_device_kind("cpu") is None
+
+
+@pytest.mark.parametrize("chip", sorted(TPU_DEVICE_KINDS))
+def test_tpu_device_kinds_are_the_ones_jax_knows(chip):
+    assert hardware.tpu(chip).device_kind == TPU_DEVICE_KINDS[chip][0]
 
 
 def test_the_table_says_which_figures_are_unpublished():
@@ -480,6 +529,8 @@ def test_xla_gpu_descriptions_carry_the_published_figures(chip):
     # Every numeric field of the description is one of those above.
     numeric = {k for k, v in info.items() if isinstance(v, (int, float))}
     assert numeric == set(expected) | {"clock_rate_ghz"}
+    # The compile-only device reports the name a real one does.
+    assert gpu_target_config.device_kind(chip) == DEVICE_KINDS[chip][0]
 
 
 # --- Occupancy, by hand from the CUDA guide's figures -----------------------------------

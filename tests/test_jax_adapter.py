@@ -208,11 +208,13 @@ class TestRecording:
         from jax._src.pallas import pallas_call
 
         before = pallas_call.pallas_call_p.bind
+        # pallaslab's own bind (Mosaic GPU kernels get JAX's interpreter on a CPU), if any.
+        own = vars(pallas_call.pallas_call_p).get("bind")
         with jax_adapter.recording_kernels() as sites:
             jax.make_jaxpr(case.fn)(*case.args)
         assert len(sites) == 1
         assert jax_adapter.kernel_from_site(sites[0], 0).grid == (8,)
-        assert "bind" not in vars(pallas_call.pallas_call_p)
+        assert vars(pallas_call.pallas_call_p).get("bind") is own
         assert pallas_call.pallas_call_p.bind == before
 
     def test_nested_recording(self):
@@ -665,12 +667,28 @@ class TestLoweringShapes:
             with lowering.tpu_chip(chip):
                 assert tpu_info.get_device_kind() == device_kind
 
-    def test_gpu_backend_switch_is_a_config_state(self):
+    def test_gpu_backend_switch_is_a_config_state_or_the_kernels_params(self):
+        # Up to 0.11 a config state picks the GPU backend of kernels without compiler
+        # params; 0.12 has none (Triton), and pallaslab gives them Mosaic GPU's params.
         from jax._src import config
 
-        state = config.jax_pallas_use_mosaic_gpu
-        with state(False):
-            assert state.value is False
+        from pallaslab._src.core.jax_adapter import lowering
+
+        state = getattr(config, "jax_pallas_use_mosaic_gpu", None)
+        if state is not None:
+            with state(False):
+                assert state.value is False
+        case = corpus.blocked_add()
+        site = program_of(pallaslab.inspect(case.fn, *case.args)).sites[0]
+        assert site.params.get("compiler_params") is None
+        for mosaic_gpu, backend in ((True, "mosaic_gpu"), (False, "triton")):
+            module = lowering.lower_module(
+                lowering.kernel_function(site),
+                lowering.kernel_avals(site),
+                "cuda",
+                mosaic_gpu=mosaic_gpu,
+            )
+            assert lowering.kernel_payloads(module)[0].backend == backend
 
     def test_lowering_frames_hold_the_equation(self):
         from pallaslab._src.core.jax_adapter import lowering
@@ -870,13 +888,17 @@ class TestChipsAndMeshShapes:
             assert pltpu.create_tensorcore_mesh("core").shape == {"core": 1}
 
     def test_mesh_kernel_params_and_mesh_modules(self):
+        # pl.core_map binds its own primitive up to 0.11, mpmd_map (as pl.kernel) from 0.12.
+        from jax._src.pallas import core as pallas_core
         from jax.experimental.pallas import mosaic_gpu as plgpu
         from jax.experimental.pallas import tpu as pltpu
 
         from pallaslab._src.core.jax_adapter import execution, kernels
 
         primitives = {p.name for p in execution.mesh_primitives()}
-        assert primitives == {"mpmd_map", "core_map"}
+        assert primitives == {"mpmd_map"} | (
+            {"core_map"} if hasattr(pallas_core, "core_map_p") else set()
+        )
         tpu_mesh = pltpu.create_tensorcore_mesh("core", num_cores=1)
         gpu_mesh = plgpu.Mesh(grid=(2,), grid_names=("x",))
         assert kernels.mesh_backend(tpu_mesh) == "mosaic_tpu"
@@ -1370,6 +1392,78 @@ class TestVersionShapes:
         context = lowering.private_context(lambda ctx: None)
         assert not context.allow_unregistered_dialects
 
+    def test_triton_deprecation_is_read_from_jaxs_registry_in_both_forms(self, monkeypatch):
+        from jax._src import deprecations
+
+        from pallaslab._src.core.jax_adapter import probes
+
+        registered = dict(getattr(deprecations, "_registered_deprecations", {}))
+        monkeypatch.setattr(deprecations, "_registered_deprecations", registered)
+        registered.pop("jax-pallas-triton", None)  # jax 0.10: not deprecated
+        assert probes.triton_deprecation() == ""
+        registered["jax-pallas-triton"] = object()  # 0.11 on: registered
+        assert "Triton backend" in probes.triton_deprecation()
+        assert jax.__version__ in probes.triton_deprecation()
+
+    def test_mosaic_gpu_interpreter_shapes(self):
+        # jax 0.10-0.11: params in `interpret.params` (public in plgpu from 0.12), races
+        # printed; 0.12: `on_race` (logged), tcgen05 rules. Either form is met here.
+        from jax._src.pallas.mosaic_gpu.interpret import gpu_callbacks, params
+
+        from pallaslab._src.core.jax_adapter import gpu_interpret
+
+        assert gpu_interpret.params_class() is params.InterpretGPUParams
+        made = gpu_interpret.make_params(out_of_bounds_reads="uninitialized")
+        assert made.detect_races and made.out_of_bounds_reads == "uninitialized"
+        fields = {f.name for f in dataclasses.fields(made)}
+        assert getattr(made, "on_race", "warn") == "warn" and ("on_race" in fields) == hasattr(
+            made, "on_race"
+        )
+        assert callable(gpu_callbacks.reset_gpu_interpret_mode_state)
+        # Memory-space ids: GPU_MEMORY_SPACE_BY_IDX (0.10) or the inverse of
+        # IDX_BY_GPU_MEMORY_SPACE, moved to shared_memory (0.12).
+        spaces = {k: v.name for k, v in gpu_interpret._memory_spaces().items()}
+        assert {0: "GMEM", 1: "SMEM"}.items() <= spaces.items()
+        # The rules it has: wgmma in every version, tcgen05 from 0.12 (methods then).
+        assert gpu_interpret.gpu_interpreter_runs("wgmma_ref")
+        assert not gpu_interpret.gpu_interpreter_runs("no_such_primitive")
+        # The thread runner and barriers the hang guard wraps, where this JAX has them.
+        from jax._src.pallas.mosaic.interpret import thread_map
+        from jax._src.pallas.mosaic_gpu.interpret import shared_memory
+
+        gpu_interpret._install_guard()
+        assert gpu_interpret._guard_installed == ["thread_map._run_jaxpr", "shared_memory.Barrier"]
+        assert callable(thread_map._run_jaxpr.__wrapped__)
+        import inspect as pyinspect
+
+        assert "self.cv = threading.Condition()" in pyinspect.getsource(
+            shared_memory.Barrier.__init__.__wrapped__
+        )
+
+    def test_pl_kernel_takes_out_type_and_plgpu_kernel_both_names(self):
+        # pl.kernel: out_type / scratch_types in every JAX pallaslab supports; plgpu.kernel
+        # also the old out_shape / scratch_shapes (deprecated in 0.10, gone in 0.12), read
+        # the same.
+        from jax.experimental.pallas import mosaic_gpu as plgpu
+
+        def body(x_ref, o_ref, scratch):
+            scratch[...] = x_ref[...]
+            o_ref[...] = scratch[...] * 2
+
+        out = jax.ShapeDtypeStruct((128,), jnp.float32)
+        scratch = plgpu.SMEM((128,), jnp.float32)
+        import inspect as pyinspect
+
+        kernels = [pl.kernel(body, out_type=out, mesh=plgpu.Mesh(), scratch_types=[scratch])]
+        if "out_shape" in pyinspect.signature(plgpu.kernel).parameters:  # 0.10, 0.11
+            kernels.append(plgpu.kernel(body, out_shape=out, scratch_shapes=[scratch]))
+        else:  # 0.12: removed
+            assert "scratch_shapes" not in pyinspect.signature(plgpu.kernel).parameters
+        for fn in kernels:
+            (kernel,) = pallaslab.inspect(fn, corpus.f32(128)).kernels
+            assert kernel.backend == "mosaic_gpu"
+            assert [o.role for o in kernel.operands] == ["in", "out", "scratch"]
+
     def test_gpu_lowering_gets_an_abstract_gpu(self):
         import importlib
 
@@ -1379,7 +1473,9 @@ class TestVersionShapes:
 
         with lowering.gpu_chip():
             device = mesh_lib.get_abstract_mesh().abstract_device
-            assert (device.platform, device.device_kind) == ("cuda", "NVIDIA H100")
+            # An H100 as its devices report themselves, with its SM count (hardware.py).
+            assert (device.platform, device.device_kind) == ("cuda", "NVIDIA H100 80GB HBM3")
+            assert device.num_cores == 132
         try:  # 0.11+: Pallas asks which GPU (and fails without one)
             gpu_info = importlib.import_module("jax._src.pallas.triton.gpu_info")
         except ImportError:  # 0.10: it assumes sm_90 without asking

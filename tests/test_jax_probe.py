@@ -80,6 +80,44 @@ def test_type_parameter_syntax_becomes_3_11_syntax():
     assert kinds["P"] == "ParamSpec" and kinds["T"] == kinds["A"] == "TypeVar"
 
 
+# JAX 0.12's forms: generic aliases (`jax/_src/numpy/lax_numpy.py`) and recursive ones
+# (`jax/_src/pallas/core.py`), both lazily evaluated in 3.12.
+PEP_695_ALIASES = textwrap.dedent(
+    """
+    from typing import Sequence, Mapping, Union
+
+    type PadValueLike[T] = Union[T, Sequence[T], Sequence[Sequence[T]]]
+    type PadValue[T] = tuple[tuple[T, T], ...]
+
+    class Shape:
+        pass
+
+    type ShapeTree = (
+        Sequence[Shape | ShapeTree | None]
+        | Mapping[str, Shape | ShapeTree]
+    )
+
+    def pad(width: PadValue[int]) -> PadValueLike[int]:
+        return width
+    """
+)
+
+
+def test_generic_and_recursive_type_aliases_become_3_11_syntax():
+    rewritten = probe.rewrite_type_params(PEP_695_ALIASES)
+    namespace: dict = {}
+    exec(compile(rewritten, "<probe>", "exec"), namespace)
+    T = namespace["T"]
+    assert type(T).__name__ == "TypeVar"
+    assert namespace["PadValue"] == tuple[tuple[T, T], ...]
+    assert namespace["PadValue"][int] == tuple[tuple[int, int], ...]  # still subscripts
+    assert namespace["pad"](((1, 2),)) == ((1, 2),)
+    # A recursive alias names itself: it stands for Any in 3.11.
+    from typing import Any
+
+    assert namespace["ShapeTree"] is Any
+
+
 def test_fstrings_reusing_their_quote_become_3_11_fstrings():
     source = 'def f(has_abs):\n    return f"{".abs" if has_abs else ""}.NaN"\n'
     if sys.version_info < (3, 12):
@@ -167,3 +205,19 @@ def test_frames_of_jax_from_a_source_checkout_are_library_frames(monkeypatch):
     assert sources.is_library_file("/home/dev/src/jax/jax/_src/state/primitives.py")
     assert not sources.is_library_file("/home/dev/src/kernels/matmul.py")
     assert sources.is_library_file("/usr/lib/python3/dist-packages/numpy/core.py")
+
+
+def test_mosaic_gpu_ops_newer_than_the_jaxlib_are_registered_only_where_it_has_them(tmp_path):
+    # jax 0.12 registers rules for dialect ops jaxlib 0.10 lacks (VectorConcatOp).
+    folder = tmp_path / "jax" / "experimental" / "mosaic" / "gpu"
+    folder.mkdir(parents=True)
+    (folder / "dialect_lowering.py").write_text(
+        "@_register_lowering(mgpu.VectorConcatOp)\ndef a(): ...\n"
+        "@_register_lowering(mgpu.WGMMAOp, support_warp_semantics=True)\ndef b(): ...\n"
+    )
+    assert "jax/experimental/mosaic/gpu/dialect_lowering.py" in probe.apply_jaxlib_shims(tmp_path)
+    text = (folder / "dialect_lowering.py").read_text()
+    assert '@_register_lowering(getattr(mgpu, "VectorConcatOp", None))' in text
+    assert (
+        '@_register_lowering(getattr(mgpu, "WGMMAOp", None), support_warp_semantics=True)' in text
+    )

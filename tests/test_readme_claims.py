@@ -22,7 +22,8 @@ from jax.experimental.pallas import tpu as pltpu
 import pallaslab
 from pallaslab._src.base import messages
 from pallaslab._src.bench import live
-from pallaslab._src.core import compile_cache, settings
+from pallaslab._src.core import chips, compile_cache, settings
+from pallaslab._src.core.jax_adapter import gpu_interpret
 from pallaslab._src.records import hardware
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -249,6 +250,13 @@ def test_kernels_the_emulator_does_not_cover_run_in_pallas_interpreter(name):
 
 def test_the_cpu_timing_label_is_the_one_quoted():
     assert f'On CPU every timing is labelled "{live.CPU_LABEL}"' in PARAGRAPHS
+
+
+def test_the_mosaic_gpu_label_and_default_chip_are_the_ones_quoted():
+    assert f'timings are labelled "{live.MOSAIC_GPU_LABEL}"' in PARAGRAPHS
+    chip, note = chips.traced_for(chips.ChipChoice(), ["mosaic_gpu"])
+    assert f'the inspector\'s header says so ("for {chip} ({note})")' in PARAGRAPHS
+    assert f"(from jax {gpu_interpret.SINCE})" in PARAGRAPHS
 
 
 def test_the_option_table_is_the_magic_s_options(ip):

@@ -825,6 +825,15 @@ export interface IRaceCheckModel {
   tiles: [string, number[]][];
 }
 
+/** A race JAX's Mosaic GPU interpreter found: two unordered accesses of a buffer. */
+export interface IInterpreterRaceModel {
+  text: string;
+  kernel: string;
+  memory: string;
+  where: ILocation | null;
+  otherWhere: ILocation | null;
+}
+
 /** One output of the run. */
 export interface IOutputRow {
   path: string;
@@ -888,6 +897,7 @@ export interface IRunResultModel {
   leaks: ILeakModel[];
   outOfBounds: IOutOfBoundsModel[];
   raceChecks: IRaceCheckModel[];
+  interpreterRaces: IInterpreterRaceModel[];
   outputs: IOutputRow[];
   comparison: IComparisonModel | null;
 }

@@ -16,7 +16,8 @@ from pallaslab._src.base.textscan import top_level
 from pallaslab._src.core import diffing, session
 from pallaslab._src.core.diagnose import Diagnosis
 from pallaslab._src.core.session import MAGIC_LINE, CellError, CellOptions, execute_cell
-from pallaslab._src.records.targets import parse_target
+from pallaslab._src.records import hardware
+from pallaslab._src.records.targets import implied_chip, parse_target
 from pallaslab._src.views.header import Problem
 from pallaslab._src.views.inspector import Inspector
 
@@ -122,6 +123,15 @@ class KernelMagics(Magics):
         "and open the IR tab on it; the text is then _kernel.lower(T).text.",
     )
     @argument(
+        "--chip",
+        metavar="CHIP",
+        help="Trace and run the kernels for this GPU or TPU (H100, B200, A100, v6e ...): the "
+        "device queries they make while traced (SM count, compute capability, "
+        "pltpu.get_tpu_info()) answer as that chip. Default: the device at hand, else the "
+        "chip of --target, else an H100 for GPU kernels and the tpu_generation setting for "
+        "TPU ones; the inspector's header says which.",
+    )
+    @argument(
         "--diff",
         metavar="NAME",
         help=f"Compare this cell's inspection with the one kept under NAME (e.g. "
@@ -188,6 +198,7 @@ class KernelMagics(Magics):
                 run=not options.no_run,
                 # The "interpret" setting (JupyterLab's settings editor) is a default --interpret.
                 interpret=options.interpret or user_settings.interpret,
+                chip=options.chip,
             ),
             name_source=name_source,
         )
@@ -288,9 +299,15 @@ class KernelMagics(Magics):
         options.target = unquote(options.target)
         if options.target:
             try:
-                options.target = parse_target(options.target).name
+                target = parse_target(options.target)
             except ValueError as error:
                 raise magic_line_error(f"--target: {messages.error_text(error)}") from None
+            options.target = target.name
+            # The chip a target compiles for is the one to trace for, unless --chip says.
+            options.chip = unquote(options.chip) or implied_chip(target) or None
+        options.chip = unquote(options.chip)
+        if options.chip:
+            options.chip = _chip_name(options.chip)
         space = _tune_space(call, options.tune)
         options.reproducer = unquote(options.reproducer)
         if options.reproducer and call is None:
@@ -353,6 +370,19 @@ def _tune_space(call: str | None, tokens: list[str] | None) -> dict[str, list[An
         return parse_space(tokens)
     except ValueError as error:
         raise magic_line_error(messages.error_text(error)) from None
+
+
+def _chip_name(name: str) -> str:
+    """The hardware table's name of the chip `--chip` names (UsageError if none)."""
+    for lookup in (hardware.gpu, hardware.tpu):
+        try:
+            return lookup(name).name
+        except KeyError:
+            continue
+    raise magic_line_error(
+        f"--chip: no chip {name!r} in pallaslab's hardware table; GPUs: "
+        f"{', '.join(hardware.GPUS)}; TPUs: {', '.join(hardware.TPUS)}"
+    )
 
 
 def _problem(diagnosis: Diagnosis) -> Problem:

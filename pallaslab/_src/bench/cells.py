@@ -39,7 +39,7 @@ def bench_cell(
     fn, args, kwargs = programs.example_call(inspection)
     point = sweep.Point("the cell's inputs", None, args, kwargs)
     baseline = ref if callable(ref) else None
-    with running.forced_interpret(interpret):
+    with running.forced_interpret(interpret), running.chip_scope(inspection):
         title = inspection.name + (" vs XLA" if baseline is not None else "")
         # A value reference checked the run already; it has nothing to time: say so.
         options = sweep.SweepOptions(live=live, title=title, notices=plan.no_baseline_notice(ref))

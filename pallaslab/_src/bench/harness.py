@@ -240,7 +240,7 @@ def measure_prepared(
             backend=prepared.backend,
             device=prepared.device,
             mode=prepared.mode,
-            note=live.CPU_LABEL if prepared.backend == "cpu" else "",
+            note=live.cpu_label(prepared.mode) if prepared.backend == "cpu" else "",
             notices=tuple(notices),
             wall_samples_ms=wall,
         ),

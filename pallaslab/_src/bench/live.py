@@ -14,6 +14,15 @@ from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
 CPU_LABEL = "CPU emulation — not representative of GPU/TPU speed"
+# Mosaic GPU kernels run on a CPU in JAX's interpreter: interpreted, not emulated.
+MOSAIC_GPU_LABEL = (
+    "CPU interpretation (JAX's Mosaic GPU interpreter) — not representative of GPU speed"
+)
+
+
+def cpu_label(mode: str) -> str:
+    """The label every CPU timing carries, for kernels run in `mode` (a run's mode)."""
+    return MOSAIC_GPU_LABEL if mode == "mosaic-gpu-interpret" else CPU_LABEL
 
 
 @dataclasses.dataclass(frozen=True)

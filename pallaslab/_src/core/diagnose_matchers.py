@@ -10,6 +10,8 @@ import functools
 import re
 from collections.abc import Callable, Iterable
 
+import jax
+
 from pallaslab._src.base import messages
 from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.diagnose_lines import (
@@ -332,6 +334,67 @@ def _spec_structure(match: re.Match[str], error: BaseException) -> Diagnosis | N
     )
 
 
+_STATIC_SLICE = re.compile(
+    r"Out of bound slice: start=(?P<start>-?\d+), size=(?P<size>\d+), stride=\d+, dim=(?P<dim>\d+)"
+)
+
+
+@_on_message(_STATIC_SLICE)
+def _static_slice(match: re.Match[str], error: BaseException) -> Diagnosis | None:
+    """A slice known while tracing that reaches past its ref (refused from jax 0.12)."""
+    start, size, dim = int(match["start"]), int(match["size"]), int(match["dim"])
+    return Diagnosis(
+        "slice-out-of-bounds",
+        f"A slice of {size} elements from {start} reaches past the end of a ref of {dim} "
+        f"(elements {start}..{start + size - 1}); JAX refuses it while tracing, mask or "
+        "no mask.",
+        "jax 0.12 checks slices known while tracing against the ref (earlier versions let "
+        "masked lanes hang over the end): make the block as large as the slice (a "
+        "BlockSpec of the padded size, e.g. pl.next_power_of_2 of the row) and mask what "
+        "lies past the array, or slice no further than the ref.",
+    )
+
+
+def _mosaic_gpu_interpreter(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
+    """An error JAX's Mosaic GPU interpreter raised while it ran a kernel on the CPU."""
+    found = jax_adapter.interpreter_out_of_bounds(error)
+    if found is not None:
+        verb = "reads" if found.access == "load" else "writes"
+        buffer = f"a {found.memory} buffer" if found.memory else "a buffer"
+        shape = "x".join(map(str, found.shape)) or "a scalar"
+        what = (
+            f"{verb} elements {', '.join(f'{lo}..{hi}' for lo, hi in found.span)} of "
+            f"{buffer} of shape {shape}"
+            if found.span
+            else f"{verb} past the end of {buffer}"
+        )
+        return Diagnosis(
+            "out-of-bounds",
+            f"The kernel {what}: out of bounds (JAX's Mosaic GPU interpreter stopped it; "
+            "a GPU would touch other memory).",
+            "Check the slice (pl.ds start and size, or the TMA copy's window) against the "
+            "buffer's shape: the last program's or iteration's offset is the usual culprit.",
+            location=found.location,
+        )
+    failure = jax_adapter.interpreter_failure(error)
+    if failure is None:
+        return None
+    return Diagnosis(
+        "interpreter",
+        f"JAX's Mosaic GPU interpreter (jax {_jax_version()}) could not run this kernel: "
+        f"{failure.kind}: {failure.message}",
+        "The interpreter runs Mosaic GPU kernels on a CPU but not every operation yet "
+        "(newer JAX runs more: tcgen05 and tensor memory from 0.12). The kernel still "
+        "traces and lowers here (the mosaic-gpu and xla-gpu:<chip> targets) and runs on "
+        "a GPU.",
+        location=failure.location,
+    )
+
+
+def _jax_version() -> str:
+    return str(jax.__version__)
+
+
 _TRACEBACK_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 _EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*): (?P<message>.*)$")
 
@@ -380,6 +443,8 @@ MATCHERS: tuple[Matcher, ...] = (
     _kernel_returns,
     _kernel_arity,
     _store_shape,
+    _static_slice,
+    _mosaic_gpu_interpreter,
     _embedded_traceback,
     _generic,
 )

@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     from pallaslab._src.records.mosaic_gpu import MosaicGpuPlan
 
 
-def inspect(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Inspection:
+def inspect(
+    fn: Callable[..., Any], *args: Any, chip: str | None = None, **kwargs: Any
+) -> Inspection:
     """Traces `fn(*args, **kwargs)` and describes every Pallas kernel it runs.
 
     Nothing runs and nothing large is allocated: arguments may be
@@ -48,11 +50,20 @@ def inspect(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Inspection:
         fn: Any JAX-traceable callable: a `pallas_call`, a jitted function, a
             `vmap`, a function under `jax.grad` ...
         *args: Example positional arguments.
+        chip: The GPU or TPU to trace for ("B200", "H100", "v6e"): the device queries
+            kernels make while traced (the SM count of a persistent grid, the compute
+            capability, `pltpu.get_tpu_info()`) answer as that chip, in runs and
+            lowerings too. By default the device at hand; off a GPU, GPU kernels are
+            traced for an H100 and TPU ones for the `tpu_generation` setting (v5e).
+            The inspector's header says which (`Inspection.chip`).
         **kwargs: Example keyword arguments.
 
     Returns:
         The inspection: the program's jaxpr and one `Kernel` record per Pallas kernel
         found anywhere in it.
+
+    Raises:
+        ValueError: For a chip not in pallaslab's hardware table.
 
     Example:
         >>> insp = pallaslab.inspect(add, jax.ShapeDtypeStruct((1024,), jnp.float32),
@@ -60,14 +71,17 @@ def inspect(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Inspection:
         >>> insp.kernels[0].grid
         (8,)
     """
-    return trace(fn, args, kwargs)
+    return trace(fn, args, kwargs, chip=chip)
 
 
 def trace(
-    fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
+    fn: Callable[..., Any],
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
+    chip: str | None = None,
 ) -> Inspection:
     """`inspect`, with the arguments as a sequence and a dict (for callers with both)."""
-    return Inspection.from_program(trace_program(fn, args, dict(kwargs or {})))
+    return Inspection.from_program(trace_program(fn, args, dict(kwargs or {}), chip=chip))
 
 
 class Inspection(Traced):

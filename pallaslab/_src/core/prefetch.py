@@ -95,7 +95,7 @@ def kernel_inputs(
         if interpret_earlier:
             # Kernels before this one run too, in interpret mode on CPU.
             jax_adapter.install_cpu_interpret()
-            with jax_adapter.auto_interpret(), chips.tracing_chip():
+            with jax_adapter.auto_interpret(), chips.tracing_chip(program.chip):
                 values = jax_adapter.kernel_inputs(site, program, inputs)
         else:
             values = jax_adapter.kernel_inputs(site, program, inputs)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from pallaslab._src.base import sources
-from pallaslab._src.core import jax_adapter, snapshot
+from pallaslab._src.core import chips, jax_adapter, snapshot
 from pallaslab._src.records import ArraySpec, Kernel, RunResult
 
 
@@ -43,6 +43,9 @@ class Program:
             what the jaxpr cannot serve (another TPU chip). `flat_fn` replays the
             traced jaxpr on the traced shapes and dtypes, and re-traces so on others.
         pins: Those globals.
+        chip: The chips its kernels' device queries answered for while it was traced
+            (runs and lowerings answer the same).
+        notices: What JAX said of the code while it traced (deprecations), a line each.
     """
 
     name: str
@@ -58,6 +61,8 @@ class Program:
     fn: Callable[..., Any] | None = None
     retrace_fn: Callable[..., Any] | None = None
     pins: snapshot.Pins | None = None
+    chip: chips.ChipChoice = dataclasses.field(default_factory=chips.ChipChoice)
+    notices: tuple[str, ...] = ()
 
     def dynamic_leaves(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
         """The traced leaves of a new set of arguments."""
@@ -89,6 +94,11 @@ class Traced:
         source_texts: (file, lines) of every source file the records point at, as
             they were when traced: views show these, not what the file (or a cell
             run since) holds later.
+        chip: The GPU or TPU the kernels were traced for ("H100", "v5e"; "" when none
+            is assumed: no kernel asks for one).
+        chip_note: Why that chip ("chosen", "the GPU here", "the default without a
+            GPU" ...).
+        not_run: Why there is no `result` ("" when nothing is said: not asked).
     """
 
     name: str
@@ -103,6 +113,9 @@ class Traced:
     source_texts: tuple[tuple[str, tuple[str, ...]], ...] = dataclasses.field(
         default=(), compare=False, repr=False
     )
+    chip: str = ""
+    chip_note: str = ""
+    not_run: str = ""
     _program: Program | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @classmethod
@@ -121,6 +134,8 @@ class Traced:
         )
         # A bare pallas_call is JAX's inner wrapper; name it after its kernel instead.
         name = kernels[0].name if program.name == "wrapped" and len(kernels) == 1 else program.name
+        chip, chip_note = chips.traced_for(program.chip, [k.backend for k in kernels])
+        notices = (*notices, *program.notices, *_deprecated_backends(kernels))
         return cls(
             name=name,
             args=program.args,
@@ -131,6 +146,8 @@ class Traced:
             backend=jax.default_backend(),
             notices=notices,
             source_texts=source_snapshot(text_files(kernels, source_map)),
+            chip=chip,
+            chip_note=chip_note,
             _program=program,
         )
 
@@ -206,6 +223,20 @@ def _with_origins(kernel: Kernel, site: jax_adapter.KernelSite, program: Program
         for o in kernel.operands
     )
     return dataclasses.replace(kernel, operands=operands)
+
+
+def _deprecated_backends(kernels: Sequence[Kernel]) -> list[str]:
+    """A notice per kernel on Pallas' Triton backend, where this JAX deprecates it."""
+    deprecated = jax_adapter.triton_deprecation()
+    if not deprecated:
+        return []
+    return [
+        f"{k.name}: {deprecated} Its Mosaic GPU equivalent: plgpu.kernel (or pl.kernel on a "
+        "plgpu.Mesh) with plgpu.emit_pipeline, plgpu.BlockSpec and TMA copies; the "
+        "mosaic-gpu and xla-gpu:<chip> targets lower it."
+        for k in kernels
+        if k.backend == "triton"
+    ]
 
 
 def program_of(traced: Traced) -> Program | None:

@@ -18,13 +18,14 @@ from pallaslab._src.core import (
     chips,
     compile_cache,
     emulator,
+    gpu_interpreting,
     jax_adapter,
     sharing,
     tracing,
 )
 from pallaslab._src.core.comparison import compare_located
 from pallaslab._src.core.prefetch import kernel_inputs
-from pallaslab._src.core.program import Program, Traced, require_call
+from pallaslab._src.core.program import Program, Traced, require_call, require_program
 from pallaslab._src.core.seeded import example_arrays
 from pallaslab._src.geometry import races as geometry
 from pallaslab._src.records import (
@@ -79,12 +80,21 @@ def run(
     backend = jax.default_backend()
     emulating = backend == "cpu" and not interpret
     plans = [emulator.plan_for_site(site) for site in program.sites] if emulating else []
+    mosaic_gpu = gpu_interpreting.runs_mosaic_gpu(program.sites)
     started = time.perf_counter()
-    with kernel_scope(interpret):
-        # Compiled by what the program is: an unchanged cell run again skips XLA.
-        compiled = compile_cache.compile_function(program.flat_fn, leaves, **tracing.run_options())
-        outputs = jax.block_until_ready(compiled(*leaves))
+    stopped = None
+    with gpu_interpreting.capture(mosaic_gpu) as reported:
+        try:
+            outputs, run_sites = _execute(program, leaves, interpret)
+        except Exception as error:
+            stopped = gpu_interpreting.recover(error) if mosaic_gpu else None
+            if stopped is None:
+                raise
+            # The interpreter stopped an out-of-bounds read: run again with such reads
+            # giving NaN, so the run has outputs and the read is a finding.
+            outputs, run_sites = _execute(program, leaves, interpret, "uninitialized")
     seconds = time.perf_counter() - started
+    plans = _with_interpreted(plans, run_sites, interpret)
     flat_outputs = [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)]
     comparison = None
     expected: tuple[np.ndarray, ...] = ()
@@ -98,6 +108,9 @@ def run(
     findings = _Findings()
     if emulating and plans and (check or (check is None and all(p.emulated for p in plans))):
         findings = _check(program, leaves, plans)
+    kernels = traced.kernels
+    if stopped is not None:
+        findings.out_of_bounds.append(gpu_interpreting.out_of_bounds(stopped, kernels))
     return RunResult(
         backend=backend,
         mode=run_mode(backend, interpret, bool(program.sites), plans),
@@ -114,7 +127,43 @@ def run(
         race_checks=tuple(findings.race_checks),
         out_of_bounds=tuple(findings.out_of_bounds),
         seeded_inputs=seeded,
+        interpreter_races=gpu_interpreting.races(reported, kernels),
     )
+
+
+def _execute(
+    program: Program, leaves: Sequence[Any], interpret: bool, out_of_bounds_reads: str = "raise"
+) -> tuple[Any, list[jax_adapter.KernelSite]]:
+    """Runs the program once; its outputs and its kernels as they were bound to run."""
+    with (
+        kernel_scope(interpret, program.chip),
+        jax_adapter.gpu_interpret_scope(out_of_bounds_reads=out_of_bounds_reads),
+    ):
+        assert program.flat_fn is not None
+        traced = jax.jit(program.flat_fn, **tracing.run_options()).trace(*leaves)
+        # Compiled by what the program is: an unchanged cell run again skips XLA.
+        compiled = compile_cache.compile_traced(traced, leaves)
+        outputs = jax.block_until_ready(compiled(*leaves))
+    return outputs, jax_adapter.find_kernel_sites(traced.jaxpr)
+
+
+def _with_interpreted(
+    plans: list[emulator.Plan], run_sites: Sequence[jax_adapter.KernelSite], interpret: bool
+) -> list[emulator.Plan]:
+    """The plans, with the kernels JAX's Mosaic GPU interpreter ran said to have run there.
+
+    Which kernels it ran is read from the program as it was bound to run (the choice
+    is made when a kernel is bound, `jax_adapter.execution`).
+    """
+    interpreted = [emulator.plan_for_site(s) for s in run_sites if jax_adapter.gpu_interpreted(s)]
+    if not interpreted:
+        return plans
+    if interpret or len(plans) != len(run_sites):
+        return interpreted
+    return [
+        emulator.plan_for_site(site) if jax_adapter.gpu_interpreted(site) else plan
+        for plan, site in zip(plans, run_sites, strict=True)
+    ]
 
 
 def forced_interpret(on: bool) -> contextlib.AbstractContextManager[None]:
@@ -127,12 +176,17 @@ def forced_interpret(on: bool) -> contextlib.AbstractContextManager[None]:
 
 
 @contextlib.contextmanager
-def kernel_scope(interpret: bool = False) -> Iterator[None]:
+def kernel_scope(
+    interpret: bool = False, chip: chips.ChipChoice | None = None, *, watch_gpu: bool = False
+) -> Iterator[jax_adapter.GpuWatch]:
     """Kernels traced within run emulated on CPU, or interpreted when forced.
 
     Everything that runs a user's kernels (a run, a cell, the timing harness) runs
     them in this scope, so they all take the same path. Off a TPU, TPU programs are
-    traced for the chosen chip (`chips.tracing_chip`).
+    traced for the chosen chip, and GPU kernels' device queries answer for `chip`'s
+    GPU off a GPU (`chips.tracing_chip`): a program runs as it was traced. With
+    `watch_gpu` and no GPU chosen, the GPU queries kernel code makes are noted in the
+    yielded watch instead.
     """
     emulator.install()
     backend = jax.default_backend()
@@ -142,7 +196,11 @@ def kernel_scope(interpret: bool = False) -> Iterator[None]:
         # is read when a pallas_call is made): pallaslab's rule interprets them.
         jax_adapter.install_platform_rule(backend)
     with (
-        chips.tracing_chip(),
+        chips.tracing_chip(
+            chips.running_choice(chip or chips.ChipChoice()), watch_gpu=watch_gpu
+        ) as watch,
+        # Mosaic GPU kernels run in JAX's interpreter here: a failed thread ends them.
+        jax_adapter.guarded_gpu_interpreter(),
         jax_adapter.auto_interpret(),
         jax_adapter.forced_interpret(interpret),
         emulator.scope(request),
@@ -150,11 +208,27 @@ def kernel_scope(interpret: bool = False) -> Iterator[None]:
     ):
         # The Run tab says how each kernel ran; no need to warn as well.
         warnings.simplefilter("ignore", emulator.EmulationNotice)
-        yield
+        yield watch
+
+
+def chip_scope(traced: Traced) -> contextlib.AbstractContextManager[Any]:
+    """Within the block, kernels' device queries answer as when `traced` was traced.
+
+    For what runs its program again outside `run` (a cell's benchmark, a sweep).
+    """
+    program = require_program(traced, "run it")
+    return chips.tracing_chip(chips.running_choice(program.chip))
 
 
 def run_mode(backend: str, interpret: bool, has_kernels: bool, plans: list[emulator.Plan]) -> str:
-    """How kernels ran: "compiled", "emulated", "interpret" or "emulated+interpret"."""
+    """How kernels ran: "compiled", "emulated", "interpret", "mosaic-gpu-interpret" ...
+
+    "mosaic-gpu-interpret": JAX's Mosaic GPU interpreter ran them all;
+    "emulated+interpret": a mix.
+    """
+    in_gpu_interpreter = sum(p.interpreter == "mosaic_gpu" and not p.emulated for p in plans)
+    if plans and in_gpu_interpreter == len(plans) and backend == "cpu":
+        return "mosaic-gpu-interpret"
     if interpret:
         return "interpret"
     if backend != "cpu" or not has_kernels:
@@ -162,7 +236,7 @@ def run_mode(backend: str, interpret: bool, has_kernels: bool, plans: list[emula
     emulated = sum(p.emulated for p in plans)
     if emulated == len(plans):
         return "emulated"
-    return "interpret" if emulated == 0 else "emulated+interpret"
+    return "interpret" if emulated == 0 and not in_gpu_interpreter else "emulated+interpret"
 
 
 @dataclasses.dataclass

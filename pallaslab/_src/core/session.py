@@ -16,7 +16,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pallaslab._src.base import messages
-from pallaslab._src.core import compile_cache, jax_adapter, running, settings, tracing
+from pallaslab._src.core import (
+    chips,
+    compile_cache,
+    gpu_interpreting,
+    jax_adapter,
+    running,
+    settings,
+    tracing,
+)
 from pallaslab._src.core.cell_checks import check_blocks, check_grids, check_reference
 from pallaslab._src.core.cell_code import (
     MAGIC_LINE,
@@ -60,12 +68,15 @@ class CellOptions:
         ref: Reference expression: a callable or the expected value.
         run: Whether to run the call (False with `--no-run`).
         interpret: Force Pallas interpret mode, also on GPU and TPU.
+        chip: The GPU or TPU to trace (and run) the kernels for ("B200"; `--chip`, or
+            the chip of `--target`), None for the device at hand or the default.
     """
 
     call: str | None = None
     ref: str | None = None
     run: bool = True
     interpret: bool = False
+    chip: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,8 +179,12 @@ def execute_cell(
 
     fail = failure_maker(name_source, namespace)
 
+    choice = chips.choice_for(options.chip)
     try:
-        with _interpret_scope(options.interpret), jax_adapter.quiet_failed_callbacks():
+        with (
+            _interpret_scope(options.interpret, choice) as watch,
+            jax_adapter.quiet_failed_callbacks(),
+        ):
             statements, last_expr = compile_body(body, filename, fail)
             with jax_adapter.recording_kernels() as recorded:
                 try:
@@ -177,7 +192,7 @@ def execute_cell(
                     if last_expr is not None:
                         last_value = eval(last_expr, namespace)
                 except Exception as error:
-                    raise fail(error) from None
+                    raise _asked_for_a_gpu(fail(error), watch.asked) from None
             if options.call is None:
                 if options.ref is not None:
                     raise usage_failure(
@@ -194,13 +209,23 @@ def execute_cell(
             )
             try:
                 program = tracing.trace_program(
-                    fn, args, kwargs, arg_names=call_argument_names(options.call)
+                    fn, args, kwargs, arg_names=call_argument_names(options.call), chip=choice
                 )
             except Exception as error:
                 raise fail(error, magic_line) from None
-            inspection = Inspection.from_program(program)
+            # The Run tab says why there is no run, whatever stops the cell.
+            inspection = dataclasses.replace(
+                Inspection.from_program(program),
+                not_run="the cell failed before its run (the error is shown above)"
+                if options.run
+                else "--no-run was given; run it with _kernel.run(...)",
+            )
             check_grids(inspection, program, name_source)
             check_blocks(inspection, args, kwargs, name_source)
+            if options.run:
+                inspection = dataclasses.replace(
+                    inspection, not_run="the run failed (the error is shown above)"
+                )
             if options.run:
                 inspection = _run(
                     inspection,
@@ -241,14 +266,39 @@ def _run(
     try:
         result = running.run(inspection, args, kwargs, ref=ref, interpret=options.interpret)
     except Exception as error:
-        raise fail(error, magic_line) from None
+        # A Mosaic GPU kernel failing in JAX's interpreter fails at a kernel line (its
+        # definition where the error names none), not at the magic line.
+        gpu = [k for k in inspection.kernels if k.backend == "mosaic_gpu" and k.source]
+        where = gpu_interpreting.failure_line(error, gpu[0]) if len(gpu) == 1 else None
+        raise fail(error, where or magic_line) from None
     return inspection.with_result(result)
 
 
-def _interpret_scope(forced: bool) -> contextlib.AbstractContextManager[None]:
-    # On CPU, kernels the cell runs are emulated; --interpret forces Pallas' own
-    # interpreter (also on GPU and TPU).
-    return running.kernel_scope(forced)
+def _interpret_scope(
+    forced: bool, choice: chips.ChipChoice
+) -> contextlib.AbstractContextManager[jax_adapter.GpuWatch]:
+    # On CPU, kernels the cell runs are emulated (Mosaic GPU ones interpreted); --interpret
+    # forces Pallas' own interpreter (also on GPU and TPU); --chip answers device queries,
+    # else the cell's GPU queries are noted, to say what to do if they fail.
+    return running.kernel_scope(forced, choice, watch_gpu=True)
+
+
+def _asked_for_a_gpu(failed: CellFailedError, asked: list[str]) -> CellFailedError:
+    """A cell that failed after asking for a GPU off one: says so, and what to write."""
+    if not asked or failed.diagnosis.kind not in ("error", "callback-error"):
+        return failed
+    what = failed.diagnosis.summary.rstrip(".")
+    return CellFailedError(
+        dataclasses.replace(
+            failed.diagnosis,
+            kind="no-gpu",
+            summary=f"The code asked the GPU ({asked[0]}) and there is none here: {what}.",
+            hint="Name the GPU to trace and run it for, as in %%kernel --chip H100: its SM "
+            "count, compute capability and device kind answer then. A call named on the "
+            "magic line (%%kernel f(x)) is traced for an H100 by default.",
+        ),
+        failed.error,
+    )
 
 
 def inspect_recorded(sites: list[jax_adapter.KernelSite]) -> Inspection:

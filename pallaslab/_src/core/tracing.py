@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect as pyinspect
 from collections.abc import Callable, Sequence
@@ -13,6 +14,7 @@ import numpy as np
 from pallaslab._src.core import chips, jax_adapter, snapshot
 from pallaslab._src.core.program import Program
 from pallaslab._src.records import ArraySpec
+from pallaslab._src.records.targets import DEFAULT_GPU_CHIP
 
 
 def trace_program(
@@ -20,6 +22,7 @@ def trace_program(
     args: Sequence[Any],
     kwargs: dict[str, Any],
     arg_names: Sequence[str | None] = (),
+    chip: str | chips.ChipChoice | None = None,
 ) -> Program:
     """Traces `fn` and returns the core's view of the program (JAX objects inside).
 
@@ -29,7 +32,15 @@ def trace_program(
         kwargs: Its keyword arguments.
         arg_names: How the call names its positional arguments (`x` in `%%kernel
             add(x, y)`), for those `fn`'s own signature leaves unnamed (`*args`).
+        chip: The GPU or TPU the device queries of kernels answer for while traced
+            ("B200", "v6e"); by default the device at hand, else (off a GPU, for a
+            program that asked and holds GPU kernels) an H100, and for TPU lookups the
+            `tpu_generation` setting.
+
+    Raises:
+        ValueError: For a chip pallaslab's hardware table does not have.
     """
+    choice = chip if isinstance(chip, chips.ChipChoice) else chips.choice_for(chip)
     jax_adapter.forget_kernel_traces()  # kernels reused on another grid trace afresh
     leaves, treedef = jax.tree_util.tree_flatten((tuple(args), dict(kwargs)))
     dynamic = [_is_array_like(leaf) for leaf in leaves]
@@ -60,10 +71,7 @@ def trace_program(
     pins = snapshot.pin((fn, static_leaves))
     retrace_fn = _retrace_function(live_fn, pins)
     abstract = [jax.ShapeDtypeStruct(np.shape(x), _dtype_of(x)) for x in dynamic_leaves]
-    # TPU programs ask which TPU they are on while tracing: off a TPU, the chosen one.
-    # Kernels are traced as written (no interpreter chosen for them: that is a run's).
-    with chips.tracing_chip(), jax_adapter.mesh_interpret(False):
-        closed, out_shapes = jax.make_jaxpr(live_fn, return_shape=True)(*abstract)
+    choice, (closed, out_shapes), deprecated = _trace_for_chip(live_fn, abstract, choice)
     sites = tuple(jax_adapter.find_kernel_sites(closed))
     flat_fn = (
         # A mesh kernel's interpreter is chosen when it is bound, by the code that binds
@@ -97,6 +105,8 @@ def trace_program(
         fn=fn,
         retrace_fn=retrace_fn,
         pins=pins,
+        chip=choice,
+        notices=deprecated,
     )
 
 
@@ -134,6 +144,52 @@ def _snapshot_function(
 
     setattr(snapshot_fn, snapshot.PINS_ATTRIBUTE, getattr(retrace_fn, snapshot.PINS_ATTRIBUTE))
     return snapshot_fn
+
+
+def _trace_for_chip(
+    flat_fn: Callable[..., Any], abstract: Sequence[Any], choice: chips.ChipChoice
+) -> tuple[chips.ChipChoice, Any, tuple[str, ...]]:
+    """`make_jaxpr` of the program as it traces on the chips chosen.
+
+    Returns the chips, the result, and what JAX deprecated in the code as it traced
+    (`pl.core_map`, the old `out_shape` of `plgpu.kernel` ...), as one-line notices.
+
+    TPU programs ask which TPU they are on while tracing: off a TPU, the chosen one
+    answers. GPU kernels ask the GPU (SM count, compute capability): without a chosen
+    GPU, nothing answers the first trace but pallaslab notes whether kernel code
+    asked; if it did and the program holds GPU kernels (or failed: a CPU device has no
+    SM count), it is traced again as on an H100, the default GPU off a GPU. Kernels
+    are traced as written (no interpreter chosen for them: that is a run's).
+    """
+
+    def attempt(chosen: chips.ChipChoice) -> tuple[Any, BaseException | None, list[str]]:
+        with (
+            chips.tracing_chip(chosen, watch_gpu=not chosen.gpu) as watch,
+            jax_adapter.mesh_interpret(False),
+            jax_adapter.deprecation_notices() as deprecated,
+        ):
+            result: tuple[Any, BaseException | None, list[str]]
+            try:
+                result = jax.make_jaxpr(flat_fn, return_shape=True)(*abstract), None, watch.asked
+            except Exception as error:
+                result = None, error, watch.asked
+        notices[:] = deprecated  # filled as the block ended
+        return result
+
+    notices: list[str] = []
+    result, error, asked = attempt(choice)
+    gpu_kernels = result is not None and any(
+        jax_adapter.site_backend(site) in ("mosaic_gpu", "triton")
+        for site in jax_adapter.find_kernel_sites(result[0])
+    )
+    if not choice.gpu and asked and (error is not None or gpu_kernels):
+        jax_adapter.forget_kernel_traces()
+        retried = dataclasses.replace(choice, gpu=DEFAULT_GPU_CHIP)
+        result, error, _ = attempt(retried)
+        choice = retried
+    if error is not None:
+        raise error
+    return choice, result, tuple(notices)
 
 
 def _is_array_like(leaf: Any) -> bool:

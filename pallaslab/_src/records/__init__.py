@@ -19,6 +19,7 @@ from pallaslab._src.records.kernels import SourceLocation as SourceLocation
 from pallaslab._src.records.kernels import SourceMapEntry as SourceMapEntry
 from pallaslab._src.records.kernels import short_dtype as short_dtype
 from pallaslab._src.records.runs import Comparison as Comparison
+from pallaslab._src.records.runs import InterpreterRace as InterpreterRace
 from pallaslab._src.records.runs import Leak as Leak
 from pallaslab._src.records.runs import OutOfBounds as OutOfBounds
 from pallaslab._src.records.runs import OutputSummary as OutputSummary

@@ -25,6 +25,8 @@ class Gpu:
     Attributes:
         name: Short name ("H100").
         full_name: Product name and memory variant.
+        device_kind: The name the CUDA driver reports for it (`cudaDeviceProp::name`,
+            `nvidia-smi`), which JAX's devices give as `device_kind`.
         compute_capability: (major, minor), e.g. (9, 0) for sm_90.
         sms: Streaming multiprocessors.
         registers_per_sm: 32-bit registers per SM.
@@ -44,6 +46,7 @@ class Gpu:
 
     name: str
     full_name: str
+    device_kind: str
     compute_capability: tuple[int, int]
     sms: int
     registers_per_sm: int
@@ -79,6 +82,8 @@ class Tpu:
     Attributes:
         name: Generation as pallaslab targets name it ("v5e").
         full_name: Product name.
+        device_kind: The device kind JAX's TPU devices report (what Pallas' `tpu_info`
+            knows the chip by).
         tensor_cores: TensorCores per chip.
         vmem_per_core: Vector memory per TensorCore, bytes.
         smem_per_core: Scalar memory per TensorCore, bytes.
@@ -94,6 +99,7 @@ class Tpu:
 
     name: str
     full_name: str
+    device_kind: str
     tensor_cores: int
     vmem_per_core: int
     smem_per_core: int
@@ -121,6 +127,11 @@ _CUDA_GUIDE = "CUDA C++ Programming Guide, 'Compute Capabilities' table"
 # - B200: the HGX B200 column of https://www.nvidia.com/en-us/data-center/hgx/ (per GPU)
 # - L4: https://resources.nvidia.com/en-us-gpu-resources/l4-tensor-datasheet
 # - RTX 4090: https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf
+# - Device kinds: the product name the CUDA driver reports (cudaDeviceProp::name, as
+#   `nvidia-smi --query-gpu=name` prints it), which JAX's GPU devices give as
+#   `device_kind`; JAX's own code matches them by prefix ("NVIDIA H100", "NVIDIA B200" ...
+#   in jax/_src/pallas/triton/gpu_info.py) and its Mosaic GPU interpret tests trace for
+#   "NVIDIA H100 80GB HBM3". The xla-gpu target descriptions carry the same names.
 
 GPUS: dict[str, Gpu] = {
     g.name: g
@@ -128,6 +139,7 @@ GPUS: dict[str, Gpu] = {
         Gpu(
             "A100",
             "NVIDIA A100 SXM4 80GB",
+            "NVIDIA A100-SXM4-80GB",
             (8, 0),
             sms=108,
             registers_per_sm=65536,
@@ -147,6 +159,7 @@ GPUS: dict[str, Gpu] = {
         Gpu(
             "H100",
             "NVIDIA H100 SXM5 80GB",
+            "NVIDIA H100 80GB HBM3",
             (9, 0),
             sms=132,
             registers_per_sm=65536,
@@ -166,6 +179,7 @@ GPUS: dict[str, Gpu] = {
         Gpu(
             "H200",
             "NVIDIA H200 SXM 141GB",
+            "NVIDIA H200",
             (9, 0),
             sms=132,
             registers_per_sm=65536,
@@ -185,6 +199,7 @@ GPUS: dict[str, Gpu] = {
         Gpu(
             "B200",
             "NVIDIA B200 (HGX) 180GB",
+            "NVIDIA B200",
             (10, 0),
             sms=148,
             registers_per_sm=65536,
@@ -204,6 +219,7 @@ GPUS: dict[str, Gpu] = {
         Gpu(
             "L4",
             "NVIDIA L4 24GB",
+            "NVIDIA L4",
             (8, 9),
             sms=58,
             registers_per_sm=65536,
@@ -223,6 +239,7 @@ GPUS: dict[str, Gpu] = {
         Gpu(
             "RTX 4090",
             "NVIDIA GeForce RTX 4090 24GB",
+            "NVIDIA GeForce RTX 4090",
             (8, 9),
             sms=128,
             registers_per_sm=65536,
@@ -261,6 +278,7 @@ TPUS: dict[str, Tpu] = {
         Tpu(
             "v4",
             "Cloud TPU v4",
+            "TPU v4",
             tensor_cores=2,
             vmem_per_core=16 * MiB,
             smem_per_core=1 * MiB,
@@ -274,6 +292,7 @@ TPUS: dict[str, Tpu] = {
         Tpu(
             "v5e",
             "Cloud TPU v5e",
+            "TPU v5 lite",
             tensor_cores=1,
             vmem_per_core=128 * MiB,
             smem_per_core=1 * MiB,
@@ -287,6 +306,7 @@ TPUS: dict[str, Tpu] = {
         Tpu(
             "v5p",
             "Cloud TPU v5p",
+            "TPU v5",
             tensor_cores=2,
             vmem_per_core=64 * MiB,
             smem_per_core=1 * MiB,
@@ -300,6 +320,7 @@ TPUS: dict[str, Tpu] = {
         Tpu(
             "v6e",
             "Cloud TPU v6e (Trillium)",
+            "TPU v6 lite",
             tensor_cores=1,
             vmem_per_core=128 * MiB,
             smem_per_core=1 * MiB,
@@ -314,6 +335,7 @@ TPUS: dict[str, Tpu] = {
         Tpu(
             "7x",
             "TPU7x (Ironwood)",
+            "TPU7x",
             tensor_cores=2,
             vmem_per_core=64 * MiB,
             smem_per_core=1 * MiB,
@@ -366,6 +388,22 @@ def gpu(name: str) -> Gpu:
         if wanted in (key.lower().replace(" ", ""), entry.arch) or key.lower().endswith(wanted):
             return entry
     raise KeyError(f"no GPU {name!r} in pallaslab's table; known: {', '.join(GPUS)}")
+
+
+def gpu_of_device_kind(device_kind: str) -> Gpu | None:
+    """The GPU of the table a device reporting `device_kind` is, if any.
+
+    An exact name first ("NVIDIA H100 80GB HBM3"), then the chip's name as a word of it
+    ("NVIDIA H100 PCIe" is an H100; "NVIDIA H100" is not an H200).
+    """
+    for entry in GPUS.values():
+        if entry.device_kind == device_kind:
+            return entry
+    words = device_kind.replace("-", " ").split()
+    for entry in GPUS.values():
+        if entry.name.split()[-1] in words:
+            return entry
+    return None
 
 
 def tpu(name: str) -> Tpu:

@@ -127,8 +127,10 @@ class RunResult:
     Attributes:
         backend: The JAX backend it ran on ("cpu", "gpu", "tpu").
         mode: "compiled"; "emulated" when pallaslab's emulator ran the kernels;
-            "interpret" when they ran in Pallas' interpreter; "emulated+interpret"
-            when some kernels needed the interpreter.
+            "interpret" when they ran in Pallas' interpreter; "mosaic-gpu-interpret"
+            when they are Mosaic GPU kernels that JAX's Mosaic GPU interpreter ran on
+            the CPU; "emulated+interpret" when kernels ran in several of these ways
+            (`notices` says how each did).
         outputs: A summary of each output.
         seconds: Wall time of the run, compile included.
         comparison: Against the reference, when one was given.
@@ -144,7 +146,10 @@ class RunResult:
         seeded_inputs: The arguments (their paths) that were given as shapes and ran
             on seeded random data.
         out_of_bounds: Loads and stores that reached outside their block or array in
-            some program (checking mode), empty when none did or no check ran.
+            some program (checking mode, or JAX's Mosaic GPU interpreter), empty when
+            none did or no check ran.
+        interpreter_races: Races JAX's Mosaic GPU interpreter found while it ran
+            (unordered accesses of one buffer, at their source lines).
     """
 
     backend: str
@@ -159,6 +164,7 @@ class RunResult:
     race_checks: tuple[RaceCheck, ...] = ()
     seeded_inputs: tuple[str, ...] = ()
     out_of_bounds: tuple[OutOfBounds, ...] = ()
+    interpreter_races: tuple[InterpreterRace, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,7 +248,9 @@ class OutOfBounds:
             reaches outside the ref; JAX clamps it to fit, so Pallas' interpreter and
             the emulator read or write other elements than asked, and a GPU or TPU
             reads or writes out of bounds. "masked-lanes-outside": a masked load or
-            store has lanes enabled outside the ref.
+            store has lanes enabled outside the ref. "interpreter": JAX's Mosaic GPU
+            interpreter stopped the access (a read then reads NaN; a write stops the
+            run).
         shape: The ref's shape (the block a program sees).
         span: For the first program that does it, per dimension the first and last
             element its (enabled) lanes reach.
@@ -284,6 +292,17 @@ class OutOfBounds:
             else "Lanes the mask enables lie outside it: check the mask against the block's size."
         )
         where = f" ({self.location})" if self.location and with_location else ""
+        if self.cause == "interpreter":
+            result = (
+                "the elements outside read as NaN in this run"
+                if self.access == "load"
+                else "the run stopped there"
+            )
+            return (
+                f"{self.kernel}: a {verb} {self.ref} reaches elements {reach}, outside "
+                f"{self.ref} ({size}): JAX's Mosaic GPU interpreter stopped it ({result}); "
+                f"a GPU would read or write other memory.{where}"
+            )
         return (
             f"{self.kernel}: a {verb} {self.ref} reaches elements {reach}, outside "
             f"{self.ref} ({size}), in {programs}.{where} {why}"
@@ -337,6 +356,51 @@ class RaceCheck:
         return (
             f"{self.kernel}: race confirmed: running its programs in {self.orders} seeded "
             f"order(s) that {label} rules allow changed tiles {shown}{more} ({change})."
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class InterpreterRace:
+    """Two accesses of one buffer that JAX's Mosaic GPU interpreter found unordered.
+
+    Its race detector keeps a vector clock per thread (warpgroup), TMA unit and
+    barrier: a write and another access of the same elements with neither ordered
+    before the other (no barrier, no wait between them) is a race.
+
+    Attributes:
+        kernel: The kernel's name.
+        kernel_index: Its index in the program.
+        memory: The buffer's memory space ("SMEM", "GMEM", "TMEM"; "" if not said).
+        accesses: The two accesses, "write" or "read" each (the later one first).
+        threads: Who made each ("thread 1", "warpgroup 1 of block 0").
+        location: The source line of the first access.
+        other_location: The source line of the second.
+        count: How many times the interpreter reported this pair of lines.
+    """
+
+    kernel: str
+    kernel_index: int
+    memory: str
+    accesses: tuple[str, str]
+    threads: tuple[str, str]
+    location: SourceLocation | None
+    other_location: SourceLocation | None
+    count: int = 1
+
+    def describe(self, with_location: bool = True) -> str:
+        """One sentence: what raced with what, where."""
+
+        def side(k: int, at: SourceLocation | None) -> str:
+            line = f" at line {at.line}" if at is not None else ""
+            return f"a {self.accesses[k]} by {self.threads[k]}{line}"
+
+        memory = f" {self.memory}" if self.memory else ""
+        times = f" (reported {self.count} times)" if self.count > 1 else ""
+        where = f" ({self.location})" if self.location and with_location else ""
+        return (
+            f"{self.kernel}: race on a{memory} buffer: {side(0, self.location)} and "
+            f"{side(1, self.other_location)} are not ordered (no barrier or wait between "
+            f"them), so the result depends on timing{times}.{where}"
         )
 
 

@@ -153,6 +153,19 @@ def targets() -> list[str]:
     return [t.name for t in all_targets()]
 
 
+def implied_chip(target: Target) -> str:
+    """The chip a target compiles for, to trace its kernels for ("" when it names none).
+
+    `xla-gpu:B200` is a B200, `ptx:sm_100` the first chip of that architecture (a
+    B200), `mosaic-tpu:v6e` a v6e; `mosaic-gpu`, `triton` and `stablehlo` name none.
+    """
+    if target.kind in ("xla-gpu", "mosaic-tpu", "tpu-compile"):
+        return target.arch
+    if target.kind == "triton" and target.arch:
+        return _CHIP_OF_ARCH.get(target.arch, "")
+    return ""
+
+
 # Short names people type, and what they mean.
 _ALIASES = {
     "ttir": "triton",

@@ -997,6 +997,16 @@ class RaceCheckModel(TypedDict):
     tiles: list[tuple[str, list[int]]]
 
 
+class InterpreterRaceModel(TypedDict):
+    """A race JAX's Mosaic GPU interpreter found: two unordered accesses of a buffer."""
+
+    text: str
+    kernel: str
+    memory: str
+    where: Location | None
+    otherWhere: Location | None
+
+
 class OutputRow(TypedDict):
     """One output of the run."""
 
@@ -1067,6 +1077,7 @@ class RunResultModel(TypedDict):
     leaks: list[LeakModel]
     outOfBounds: list[OutOfBoundsModel]
     raceChecks: list[RaceCheckModel]
+    interpreterRaces: list[InterpreterRaceModel]
     outputs: list[OutputRow]
     comparison: ComparisonModel | None
 

@@ -41,13 +41,27 @@ def header(inspection: Inspection) -> dict[str, Any]:
     """Name, backend, mode, kernels and check status, for the header."""
     result = inspection.result
     comparison = result.comparison if result else None
-    return {
+    found: dict[str, Any] = {
         "name": inspection.name,
         "backend": result.backend if result else inspection.backend,
         "mode": result.mode if result else "traced only",
         "kernels": [{"name": k.name, "grid": list(k.grid)} for k in inspection.kernels],
         "check": None if comparison is None or comparison.problem else comparison.ok,
     }
+    if inspection.chip:
+        count = len(inspection.kernels)
+        found["badges"] = [
+            found["backend"] + (f" \u00b7 {found['mode']}" if found["mode"] else ""),
+            f"{count} kernel{'' if count == 1 else 's'}",
+            chip_badge(inspection),
+        ]
+    return found
+
+
+def chip_badge(inspection: Inspection) -> str:
+    """What the kernels were traced for: "for H100 (the default without a GPU)"."""
+    note = f" ({inspection.chip_note})" if inspection.chip_note else ""
+    return f"for {inspection.chip}{note}"
 
 
 def summary_text(inspection: Inspection, problem: Problem | None = None) -> str:
@@ -61,6 +75,8 @@ def summary_text(inspection: Inspection, problem: Problem | None = None) -> str:
         lines.append(f"  kernel {kernel.name}: grid {kernel.grid}; {blocks}")
     if not inspection.kernels:
         lines.append("  no Pallas kernels")
+    if inspection.chip:
+        lines.append(f"  traced {chip_badge(inspection)}")
     result = inspection.result
     if result is not None:
         lines.append(f"  ran on {result.backend} ({result.mode})")
@@ -72,6 +88,7 @@ def summary_text(inspection: Inspection, problem: Problem | None = None) -> str:
             *(f"out of bounds: {o.describe(with_location=False)}" for o in result.out_of_bounds),
             *(f"leak: {leak.describe(with_location=False)}" for leak in result.leaks),
             *(f"race: {c.describe()}" for c in result.race_checks if c.confirmed),
+            *(f"race: {r.describe(with_location=False)}" for r in result.interpreter_races),
         ]
         lines += [f"  {line}" for line in findings]
     if problem is not None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pallaslab._src.base import messages
-from pallaslab._src.views.header import Problem, header
+from pallaslab._src.views.header import Problem, chip_badge, header
 from pallaslab._src.views.statichtml.nodes import Markup, Node, h, to_html
 from pallaslab._src.views.statichtml.panes import RENDERERS
 from pallaslab._src.views.tabs import Payload, Tab, all_tabs
@@ -36,6 +36,8 @@ def _header(inspection: Inspection, problem: Problem | None) -> list[Node]:
         ),
         h("span", "pl-badge", f"{kernels} kernel{'' if kernels == 1 else 's'}"),
     ]
+    if inspection.chip:
+        badges.append(h("span", "pl-badge", chip_badge(inspection)))
     if head["check"] is not None:
         badges.append(
             h("span", "pl-pass", "\u2713 matches reference")

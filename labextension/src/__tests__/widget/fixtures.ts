@@ -207,6 +207,15 @@ export const RUN: IRunPane = {
         tiles: [['out', [0]]]
       }
     ],
+    interpreterRaces: [
+      {
+        text: 'k: race on a SMEM buffer',
+        kernel: 'k',
+        memory: 'SMEM',
+        where: { label: 'Cell [3]', line: 4 },
+        otherWhere: { label: 'Cell [3]', line: 5 }
+      }
+    ],
     outputs: [
       {
         path: 'out',

@@ -20,7 +20,8 @@ describe('the Run tab', () => {
     );
     expect(warnings).toEqual([
       'Padding leak \u2014 Cell [3] line 2: o_ref reads padding',
-      'Race (GPU) \u2014 a race'
+      'Race (GPU) \u2014 a race',
+      'Race (Mosaic GPU interpreter) \u2014 Cell [3] line 4: k: race on a SMEM buffer'
     ]);
     expect(root.querySelector('.pl-verdict.pl-fail')?.textContent).toBe(
       '\u2717 does not match the reference: max abs error 1'

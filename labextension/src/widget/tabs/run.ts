@@ -58,6 +58,11 @@ export const RUN: ITabRenderer<IRunPane> = {
           : h('p', { class: 'pl-facts', text: check.text })
       );
     }
+    for (const race of r.interpreterRaces) {
+      root.append(
+        finding('Race (Mosaic GPU interpreter)', at(race.where) + race.text)
+      );
+    }
     root.append(
       table(
         ['output', 'type', 'values', 'min', 'max', 'NaN', 'Inf'],

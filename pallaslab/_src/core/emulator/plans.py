@@ -34,8 +34,10 @@ class Plan:
         batched: Grid axes whose programs run as one batch.
         sequential: Grid axes run one step at a time, in grid order.
         reasons: For each sequential axis, why (same order as `sequential`).
-        fallback: Why the kernel runs in Pallas' interpreter instead ("" if it does not).
+        fallback: Why the kernel runs in an interpreter instead ("" if it does not).
         axis_names: Names of the grid axes, for messages.
+        interpreter: The interpreter that runs it then: "pallas" (Pallas' own, or its
+            TPU interpreter) or "mosaic_gpu" (JAX's Mosaic GPU interpreter).
     """
 
     kernel: str
@@ -45,6 +47,7 @@ class Plan:
     reasons: tuple[str, ...]
     fallback: str = ""
     axis_names: tuple[str, ...] = ()
+    interpreter: str = "pallas"
 
     @property
     def emulated(self) -> bool:
@@ -63,6 +66,8 @@ class Plan:
 
     def describe(self) -> str:
         """One line: how the kernel ran."""
+        if self.fallback and self.interpreter == "mosaic_gpu":
+            return f"{self.kernel}: ran in JAX's Mosaic GPU interpreter: {self.fallback}."
         if self.fallback:
             return (
                 f"{self.kernel}: ran in Pallas' interpreter, one program at a time, "
@@ -234,7 +239,22 @@ def check_key(call: adapter.KernelCall, plan: Plan) -> tuple[Any, ...]:
 
 
 def plan_for_site(site: jax_adapter.KernelSite) -> Plan:
-    """The plan for a kernel found in a traced program."""
+    """The plan for a kernel found in a traced program (bound as it ran, for a run's)."""
+    if jax_adapter.gpu_interpreted(site):
+        name = (
+            jax_adapter.mesh_kernel_summary(site)[0]
+            if site.primitive != "pallas_call"
+            else adapter.call_name(site.params)
+        )
+        return Plan(
+            name,
+            (),
+            (),
+            (),
+            (),
+            jax_adapter.GPU_INTERPRETER_WHY,
+            interpreter="mosaic_gpu",
+        )
     if site.primitive != "pallas_call":
         name, kind, backend = jax_adapter.mesh_kernel_summary(site)
         where = {"mosaic_tpu": "a TPU mesh", "mosaic_gpu": "a GPU mesh"}.get(backend, "a mesh")

@@ -17,6 +17,7 @@ program output), `gpu_timing` (kernel times on GPU).
 `gpu_export` (a kernel or program exported for CUDA as lowered for one GPU chip).
 `emulation` (a pallas_call's body, blocks and padding, for the emulator).
 `chips` (the TPU chip Pallas' lookups answer for, while tracing and lowering).
+`gpu_chips` (the GPU the device queries of GPU kernels answer for).
 `shapes` (private shapes that moved between JAX versions, read one way).
 `fingerprint` (a traced program as a hashable key, for the compile cache).
 `mosaic_gpu` (what a Mosaic GPU kernel allocates, copies and multiplies, per CTA).
@@ -39,6 +40,8 @@ from pallaslab._src.core.jax_adapter.errors import pallas_call_context as pallas
 from pallaslab._src.core.jax_adapter.errors import written_grid as written_grid
 from pallaslab._src.core.jax_adapter.execution import auto_interpret as auto_interpret
 from pallaslab._src.core.jax_adapter.execution import forced_interpret as forced_interpret
+from pallaslab._src.core.jax_adapter.execution import gpu_interpret_scope as gpu_interpret_scope
+from pallaslab._src.core.jax_adapter.execution import gpu_interpreted as gpu_interpreted
 from pallaslab._src.core.jax_adapter.execution import (
     install_cpu_interpret as install_cpu_interpret,
 )
@@ -64,8 +67,37 @@ from pallaslab._src.core.jax_adapter.fingerprint import program_key as program_k
 from pallaslab._src.core.jax_adapter.fingerprint import trace_context as trace_context
 from pallaslab._src.core.jax_adapter.fingerprint import traced_key as traced_key
 from pallaslab._src.core.jax_adapter.fingerprint import value_key as value_key
+from pallaslab._src.core.jax_adapter.gpu_chips import ChipDevice as ChipDevice
+from pallaslab._src.core.jax_adapter.gpu_chips import GpuChip as GpuChip
+from pallaslab._src.core.jax_adapter.gpu_chips import GpuWatch as GpuWatch
+from pallaslab._src.core.jax_adapter.gpu_chips import gpu_chip_scope as gpu_chip_scope
 from pallaslab._src.core.jax_adapter.gpu_export import GpuExport as GpuExport
 from pallaslab._src.core.jax_adapter.gpu_export import export_for_gpu as export_for_gpu
+from pallaslab._src.core.jax_adapter.gpu_interpret import GPU_INTERPRETER_WHY as GPU_INTERPRETER_WHY
+from pallaslab._src.core.jax_adapter.gpu_interpret import GpuRaceAccess as GpuRaceAccess
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    InterpreterFailure as InterpreterFailure,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    OutOfBoundsAccess as OutOfBoundsAccess,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import forget_failures as forget_failures
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    gpu_interpreter_runs as gpu_interpreter_runs,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    guarded_gpu_interpreter as guarded_gpu_interpreter,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    interpreter_failure as interpreter_failure,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    interpreter_out_of_bounds as interpreter_out_of_bounds,
+)
+from pallaslab._src.core.jax_adapter.gpu_interpret import race_capture as race_capture
+from pallaslab._src.core.jax_adapter.gpu_interpret import (
+    reset_gpu_interpreter as reset_gpu_interpreter,
+)
 from pallaslab._src.core.jax_adapter.gpu_timing import kernel_timer_notice as kernel_timer_notice
 from pallaslab._src.core.jax_adapter.gpu_timing import kernel_times as kernel_times
 from pallaslab._src.core.jax_adapter.indexmaps import (
@@ -87,6 +119,7 @@ from pallaslab._src.core.jax_adapter.kernels import (
     primitives_outside_kernels as primitives_outside_kernels,
 )
 from pallaslab._src.core.jax_adapter.kernels import program_inputs_of as program_inputs_of
+from pallaslab._src.core.jax_adapter.kernels import site_backend as site_backend
 from pallaslab._src.core.jax_adapter.lowering import KernelPayload as KernelPayload
 from pallaslab._src.core.jax_adapter.lowering import (
     deprecation_notices as deprecation_notices,
@@ -115,6 +148,7 @@ from pallaslab._src.core.jax_adapter.outputs import output_writers as output_wri
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES as CALL_PRIMITIVES
 from pallaslab._src.core.jax_adapter.probes import MESH_KERNELS as MESH_KERNELS
 from pallaslab._src.core.jax_adapter.probes import feature_notice as feature_notice
+from pallaslab._src.core.jax_adapter.probes import triton_deprecation as triton_deprecation
 from pallaslab._src.core.jax_adapter.replay import replay_function as replay_function
 from pallaslab._src.core.jax_adapter.replay import same_avals as same_avals
 from pallaslab._src.core.jax_adapter.replay import snapshot_scope as snapshot_scope

@@ -30,15 +30,15 @@ from typing import Any
 import jax
 
 from pallaslab._src.core.jax_adapter.probes import trace_state
+from pallaslab._src.records import hardware
 
-# TPU generations pallaslab targets -> (device kind Pallas knows the chip by,
-# TensorCores per device as libtpu's compile-only topology reports them).
+# TensorCores per device as libtpu's compile-only topology reports them (a 7x device is
+# one TensorCore of its chip's two).
+_TPU_DEVICE_CORES = {"v4": 1, "v5e": 1, "v5p": 2, "v6e": 1, "7x": 1}
+# TPU generations pallaslab targets -> (device kind Pallas knows the chip by, from the
+# hardware table; TensorCores per device).
 TPU_DEVICE_KINDS: dict[str, tuple[str, int]] = {
-    "v4": ("TPU v4", 1),
-    "v5e": ("TPU v5 lite", 1),
-    "v5p": ("TPU v5", 2),
-    "v6e": ("TPU v6 lite", 1),
-    "7x": ("TPU7x", 1),
+    name: (hardware.TPUS[name].device_kind, cores) for name, cores in _TPU_DEVICE_CORES.items()
 }
 
 # The modules defining the chip lookups, newest first; a JAX has one or both (the
@@ -174,7 +174,7 @@ def _abstract_mesh(chip: _Chip) -> Any:
     )
 
 
-def _rebind(original: Any, replacement: Any) -> None:
+def rebind(original: Any, replacement: Any) -> None:
     """Puts `replacement` wherever JAX holds `original`.
 
     Module attributes (aliases such as `pltpu.is_tpu_device` included), deprecated
@@ -232,16 +232,16 @@ def install() -> list[str]:
         for name, wrap in wrappers.items():
             original = getattr(module, name, None)
             if callable(original):
-                _rebind(original, wrap(original))
+                rebind(original, wrap(original))
                 _installed.append(name)
         mesh_module = _optional(_MOSAIC_CORE)
         default_cores = getattr(mesh_module, "_get_default_num_cores", None)
         create_mesh = getattr(mesh_module, "create_tensorcore_mesh", None)
         if callable(default_cores):  # newer JAX: one lookup, also for TensorCoreMesh(...)
-            _rebind(default_cores, _wrap_lookup(default_cores, _cores))
+            rebind(default_cores, _wrap_lookup(default_cores, _cores))
             _installed.append("_get_default_num_cores")
         elif callable(create_mesh):  # jax 0.10: the lookup is inline
-            _rebind(create_mesh, _wrap_mesh(create_mesh))
+            rebind(create_mesh, _wrap_mesh(create_mesh))
             _installed.append("create_tensorcore_mesh")
         return list(_installed)
 

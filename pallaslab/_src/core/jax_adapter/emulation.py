@@ -34,6 +34,7 @@ from pallaslab._src.core.jax_adapter.probes import PALLAS_CALL, jax_core
 from pallaslab._src.core.jax_adapter.program_body import ProgramBody, program_body
 from pallaslab._src.core.jax_adapter.shapes import (
     closed_parts,
+    discharge,
     inner_jaxpr,
 )
 from pallaslab._src.records import Kernel
@@ -354,7 +355,7 @@ def _layout(block_mapping: Any) -> BlockLayout | str:
 def _index_map_function(closed: Any) -> Callable[..., tuple[Any, ...]]:
     # Index maps may read scalar-prefetch refs: discharge them into plain values, as
     # Pallas' interpreter does, and keep only the block indices.
-    discharged, consts = closed_parts(state_discharge.discharge_state(closed))
+    discharged, consts = closed_parts(discharge(closed))
     count = len(inner_jaxpr(closed).outvars)
 
     def index_map(*args: Any) -> tuple[Any, ...]:

@@ -13,7 +13,9 @@ from typing import Any
 import jax
 import numpy as np
 
+from pallaslab._src.core.jax_adapter import gpu_interpret
 from pallaslab._src.core.jax_adapter.kernels import KernelSite, mesh_backend, mesh_of
+from pallaslab._src.core.jax_adapter.kernels.convert import backend_of
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
     PALLAS_CALL,
@@ -101,6 +103,7 @@ def install_cpu_interpret() -> str | None:
         pallas_call_module.pallas_call_p, _lowering_rule("cpu"), platform="cpu"
     )
     _install_mesh_interpret()
+    _install_pallas_call_gpu_interpret()
     _cpu_rule_installed = True
     return None
 
@@ -111,8 +114,10 @@ def _install_mesh_interpret() -> None:
     JAX lowers a mesh kernel for CPU only when it asked for an interpreter, and the
     interpreter's effects are fixed when the kernel is bound: so the choice is made
     there. A kernel on a TPU mesh that asked for none gets Pallas' TPU interpreter
-    (`pltpu.InterpretParams`, faithful to TPU memory spaces, DMAs and semaphores),
-    one on another mesh Pallas' interpreter; never while `auto_interpret` is off.
+    (`pltpu.InterpretParams`, faithful to TPU memory spaces, DMAs and semaphores), one
+    on a GPU mesh JAX's Mosaic GPU interpreter (also instead of Pallas' generic one,
+    which cannot run it), one on another mesh Pallas' interpreter; never while
+    `auto_interpret` is off.
     """
     for primitive in mesh_primitives():
         if "bind" in vars(primitive):
@@ -120,11 +125,106 @@ def _install_mesh_interpret() -> None:
         inner = types.MethodType(type(primitive).bind, primitive)
 
         def bind(*args: Any, _inner: Any = inner, **params: Any) -> Any:
-            if not params.get("interpret") and _auto_mesh_interpret():
+            asked = params.get("interpret")
+            gpu = mesh_backend(mesh_of(params)) == "mosaic_gpu"
+            if (not asked or (asked is True and gpu)) and _auto_mesh_interpret():
                 params = dict(params, interpret=mesh_interpreter(params))
             return _inner(*args, **params)
 
         primitive.bind = bind
+
+
+def _install_pallas_call_gpu_interpret() -> None:
+    """Lets `pallas_call`s with Mosaic GPU compiler params run in JAX's Mosaic GPU interpreter.
+
+    As for mesh kernels, the interpreter is chosen when the kernel is bound (its
+    effects are fixed there): on a CPU, under `auto_interpret`, a kernel with Mosaic
+    GPU params that takes its arrays whole (the interpreter has no BlockSpec windows;
+    kernels with windows stay with pallaslab's emulator) is bound with the
+    interpreter's params and what `pallas_call` passes along with them, the
+    transforms (tiling, swizzle) of its kernel arguments.
+    """
+    assert pallas_call_module is not None
+    primitive: Any = pallas_call_module.pallas_call_p
+    if "bind" in vars(primitive):
+        return
+    inner = types.MethodType(type(primitive).bind, primitive)
+
+    def bind(*args: Any, **params: Any) -> Any:
+        if getattr(_preferred, "mosaic_gpu", False) and params.get("compiler_params") is None:
+            params = dict(params, compiler_params=_mosaic_gpu_params())
+        if gpu_interpreted_params(params) and _auto_mesh_interpret():
+            params = dict(
+                params,
+                interpret=gpu_interpret.make_params(**gpu_interpret_options()),
+                kernel_arg_transforms=_kernel_arg_transforms(params["grid_mapping"]),
+            )
+        return inner(*args, **params)
+
+    primitive.bind = bind
+
+
+# Kernels without compiler params bound in `prefer_mosaic_gpu()`: lowered with Mosaic GPU.
+_preferred = threading.local()
+
+
+@contextlib.contextmanager
+def prefer_mosaic_gpu() -> Iterator[None]:
+    """Within the block, `pallas_call`s bound without compiler params get Mosaic GPU's.
+
+    What `jax_pallas_use_mosaic_gpu` did for a GPU lowering up to jax 0.11; jax 0.12
+    has no such switch (a kernel without params lowers with Triton), so the choice is
+    made where the kernel is bound.
+    """
+    _install_pallas_call_gpu_interpret()
+    previous = getattr(_preferred, "mosaic_gpu", False)
+    _preferred.mosaic_gpu = True
+    try:
+        yield
+    finally:
+        _preferred.mosaic_gpu = previous
+
+
+def _mosaic_gpu_params() -> Any:
+    module = _optional_module("jax.experimental.pallas.mosaic_gpu")
+    return module.CompilerParams()
+
+
+def gpu_interpreted_params(params: dict[str, Any]) -> bool:
+    """Whether a `pallas_call` bound with these params runs in the Mosaic GPU interpreter.
+
+    Off a GPU: Mosaic GPU compiler params, whole arrays, no interpreter of its own.
+    """
+    asked = params.get("interpret")
+    if asked and asked is not True:
+        return gpu_interpret.is_params(asked)
+    mapping = params.get("grid_mapping")
+    return (
+        backend_of(params.get("compiler_params")) == "mosaic_gpu"
+        and gpu_interpret.params_class() is not None
+        and mapping is not None
+        and not getattr(mapping, "num_index_operands", 0)
+        and all(_whole(bm) for bm in mapping.block_mappings)
+    )
+
+
+def gpu_interpreted(site: KernelSite) -> bool:
+    """Whether a kernel, as bound, runs in JAX's Mosaic GPU interpreter."""
+    return gpu_interpret.is_params(site.params.get("interpret"))
+
+
+def _whole(block_mapping: Any) -> bool:
+    try:
+        return bool(block_mapping.has_trivial_window())
+    except Exception:  # a mapping this JAX cannot judge: not whole
+        return False
+
+
+def _kernel_arg_transforms(mapping: Any) -> tuple[tuple[Any, ...], ...]:
+    """Per kernel argument (prefetch, inputs, outputs, scratch), its ref's transforms."""
+    refs = [bm.ref_aval for bm in mapping.block_mappings] + list(mapping.scratch_avals)
+    leading: list[tuple[Any, ...]] = [()] * int(getattr(mapping, "num_index_operands", 0))
+    return tuple(leading + [tuple(getattr(ref, "transforms", ()) or ()) for ref in refs])
 
 
 def _auto_mesh_interpret() -> bool:
@@ -133,6 +233,32 @@ def _auto_mesh_interpret() -> bool:
         and (_MESH_INTERPRET is None or bool(_MESH_INTERPRET.value))
         and jax.default_backend() == "cpu"
     )
+
+
+# How the Mosaic GPU interpreter runs kernels bound now (in the trace context: a run
+# with other options traces again): (detect races, what out-of-bounds reads do).
+_GPU_INTERPRET = trace_state("pallaslab_gpu_interpret", (True, "raise"))
+
+
+def gpu_interpret_options() -> dict[str, Any]:
+    """The Mosaic GPU interpreter's options for kernels bound now."""
+    races, reads = _GPU_INTERPRET.value if _GPU_INTERPRET is not None else (True, "raise")
+    return {"detect_races": races, "out_of_bounds_reads": reads}
+
+
+@contextlib.contextmanager
+def gpu_interpret_scope(
+    *, detect_races: bool = True, out_of_bounds_reads: str = "raise"
+) -> Iterator[None]:
+    """Within the block, Mosaic GPU kernels bound on a CPU interpret with these options."""
+    if _GPU_INTERPRET is None:  # pragma: no cover - depends on the JAX version
+        yield
+        return
+    previous = _GPU_INTERPRET.swap_local((detect_races, out_of_bounds_reads))
+    try:
+        yield
+    finally:
+        _GPU_INTERPRET.set_local(previous)
 
 
 @contextlib.contextmanager
@@ -170,7 +296,14 @@ def mesh_primitives() -> list[Any]:
 
 
 def mesh_interpreter(params: dict[str, Any]) -> Any:
-    """The interpreter a mesh kernel runs in off its hardware (see above)."""
+    """The interpreter a mesh kernel runs in off its hardware (see above).
+
+    Raises:
+        NotImplementedError: For a GPU mesh, naming the JAX that has the Mosaic GPU
+            interpreter, where this one lacks it.
+    """
+    if mesh_backend(mesh_of(params)) == "mosaic_gpu":
+        return gpu_interpret.make_params(**gpu_interpret_options())
     if mesh_backend(mesh_of(params)) == "mosaic_tpu":
         tpu = _optional_module("jax.experimental.pallas.tpu")
         make = getattr(tpu, "InterpretParams", None)

@@ -17,6 +17,7 @@ import functools
 import importlib
 import json
 import pickle
+import sys
 import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -24,13 +25,13 @@ from typing import Any
 
 import jax
 
-from pallaslab._src.core.jax_adapter import chips, execution
+from pallaslab._src.core.jax_adapter import chips, execution, gpu_chips
 from pallaslab._src.core.jax_adapter.kernels import KernelSite, find_kernel_sites, user_location
 from pallaslab._src.core.jax_adapter.probes import (
     PALLAS_CALL,
     pallas_call_module,
 )
-from pallaslab._src.records import SourceLocation
+from pallaslab._src.records import SourceLocation, hardware
 
 
 def _optional(name: str, attribute: str = "") -> Any:
@@ -162,11 +163,18 @@ def kernel_avals(site: KernelSite) -> list[jax.ShapeDtypeStruct]:
 def gpu_backend(mosaic_gpu: bool | None) -> Iterator[None]:
     """Within the block, kernels without GPU compiler params lower with Mosaic GPU.
 
-    True selects Mosaic GPU, False Triton; None keeps JAX's default.
+    True selects Mosaic GPU, False Triton; None keeps JAX's default. Up to jax 0.11 it
+    is JAX's `jax_pallas_use_mosaic_gpu` switch; jax 0.12 has none (Triton, unless a
+    kernel's params say otherwise), and such kernels are given Mosaic GPU's params as
+    they are bound.
     """
     state = getattr(jax_config, "jax_pallas_use_mosaic_gpu", None)
-    if mosaic_gpu is None or state is None:
-        yield
+    if mosaic_gpu is None or (state is None and not mosaic_gpu):
+        yield  # without the switch (jax 0.12), kernels without params lower with Triton
+        return
+    if state is None:
+        with execution.prefer_mosaic_gpu():
+            yield
         return
     with state(mosaic_gpu):
         yield
@@ -183,7 +191,29 @@ def tpu_chip(generation: str, *, fallback: bool = False) -> contextlib.AbstractC
 
 
 # The GPU that Pallas lowers for when none is at hand: what jax 0.10 assumed (sm_90).
-DEFAULT_GPU_DEVICE_KIND = "NVIDIA H100"
+DEFAULT_GPU_CHIP = "H100"
+
+
+def gpu_chip_of(
+    device_kind: str | None = None, compute_capability: tuple[int, int] | None = None
+) -> gpu_chips.GpuChip:
+    """The GPU a lowering is for, with `compute_capability` if given.
+
+    The hardware table's chip of that device kind; without one, the chip device
+    queries answer for now, else an H100.
+    """
+    chip = gpu_chips.GpuChip.named(gpu_chips.answering_chip() or DEFAULT_GPU_CHIP)
+    if device_kind is not None:
+        known = hardware.gpu_of_device_kind(device_kind)
+        chip = (
+            gpu_chips.GpuChip.named(known.name)
+            if known is not None
+            else dataclasses.replace(chip, name=device_kind, device_kind=device_kind)
+        )
+    if compute_capability is not None:
+        major, minor = compute_capability
+        chip = dataclasses.replace(chip, compute_capability=(int(major), int(minor)))
+    return chip
 
 
 @contextlib.contextmanager
@@ -194,12 +224,11 @@ def gpu_chip(
 
     From jax 0.11, Pallas' Triton lowering asks which GPU it lowers for and fails with
     "No supported GPU devices found" when the default device is no GPU (0.10 assumed
-    sm_90). An abstract mesh carrying an abstract CUDA device (public JAX API) answers,
-    as `tpu_chip` does for TPUs. Mosaic GPU asks its own architecture query
-    (`mosaic.gpu.core._infer_arch`: the default device's, else sm_90); with a
-    `compute_capability` it is answered too (JAX has no public way to name a target
-    GPU yet). With a GPU as the default device and no chip asked for, the real GPU
-    answers instead.
+    sm_90); Mosaic GPU asks its architecture query (`_infer_arch`: the default device's,
+    else sm_90); kernels traced again on the way ask for the SM count. The chip answers
+    them all (`gpu_chips.gpu_chip_scope`: an abstract device of the chip, public JAX
+    API, and the wrapped queries). With a GPU as the default device and no chip asked
+    for, the real GPU answers instead.
 
     Yields:
         Notices for what could not be set for the chip (filled in the block).
@@ -212,28 +241,13 @@ def gpu_chip(
     ):
         yield notices
         return
-    mosaic_core: Any = _optional("jax.experimental.mosaic.gpu.core") if compute_capability else None
-    patched = mosaic_core is not None and callable(getattr(mosaic_core, "_infer_arch", None))
-    if mosaic_core is not None and not patched:
+    if compute_capability is not None and not gpu_chips.install_arch():
         notices.append(
             f"jax {jax.__version__}'s Mosaic GPU has no architecture query pallaslab can "
             "answer: its lowering chose the architecture itself (sm_90 without a GPU)."
         )
-    saved = mosaic_core._infer_arch if patched else None
-    device = jax.sharding.AbstractDevice(
-        device_kind=device_kind or DEFAULT_GPU_DEVICE_KIND, num_cores=None, platform="cuda"
-    )
-    mesh = jax.sharding.AbstractMesh(
-        (1,), ("_pallaslab",), (jax.sharding.AxisType.Explicit,), abstract_device=device
-    )
-    try:
-        if patched:
-            mosaic_core._infer_arch = lambda: compute_capability
-        with jax.sharding.use_abstract_mesh(mesh):
-            yield notices
-    finally:
-        if patched:
-            mosaic_core._infer_arch = saved
+    with gpu_chips.gpu_chip_scope(gpu_chip_of(device_kind, compute_capability), platform="cuda"):
+        yield notices
 
 
 # Each Pallas backend registers which compiler params it lowers when its module is
@@ -267,7 +281,7 @@ def lower_module(
 
     `platform` is "cuda", "tpu" or "cpu"; None lowers for the backend at hand.
     `gpu_device_kind` names the GPU a CUDA lowering is for (e.g. "NVIDIA A100");
-    without one, the GPU at hand, else `DEFAULT_GPU_DEVICE_KIND`.
+    without one, the GPU at hand, else the chip device queries answer for (an H100).
     """
     if tpu_generation:
         chip: contextlib.AbstractContextManager[Any] = tpu_chip(tpu_generation)
@@ -288,9 +302,14 @@ def lower_module(
         return lowered.compiler_ir("stablehlo")
 
 
-def sites_on_chip(fn: Callable[..., Any], args: Sequence[Any], generation: str) -> list[KernelSite]:
-    """The kernels of `fn(*args)`, traced as if on TPU `generation` (as written)."""
-    with tpu_chip(generation), execution.mesh_interpret(False):
+def sites_on_chip(fn: Callable[..., Any], args: Sequence[Any], chip: str) -> list[KernelSite]:
+    """The kernels of `fn(*args)`, traced as if on TPU generation or GPU `chip` (as written)."""
+    scope: contextlib.AbstractContextManager[Any] = (
+        tpu_chip(chip)
+        if chip in TPU_DEVICE_KINDS
+        else gpu_chips.gpu_chip_scope(gpu_chips.GpuChip.named(chip))
+    )
+    with scope, execution.mesh_interpret(False):
         closed = jax.make_jaxpr(fn)(*args)
     return find_kernel_sites(closed)
 
@@ -303,6 +322,7 @@ def deprecation_notices() -> Iterator[list[str]]:
     they are about. The list is filled when the block ends.
     """
     found: list[str] = []
+    _warn_again()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DeprecationWarning)
         try:
@@ -313,6 +333,21 @@ def deprecation_notices() -> Iterator[list[str]]:
                     text = f"jax {jax.__version__}: {warning.message}"
                     if text not in found:
                         found.append(text)
+
+
+def _warn_again() -> None:
+    """Lets JAX's deprecated module attributes warn again (`pl.core_map` ...).
+
+    JAX serves them through a cached module `__getattr__` that warns on the first
+    access only: a program inspected again would say nothing.
+    """
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("jax"):
+            continue
+        getter: Any = getattr(module, "__dict__", {}).get("__getattr__")
+        clear = getattr(getter, "cache_clear", None)
+        if isinstance(getattr(module, "_deprecations", None), dict) and callable(clear):
+            clear()
 
 
 def module_text(module: Any) -> str:

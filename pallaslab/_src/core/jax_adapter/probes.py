@@ -22,6 +22,7 @@ __all__ = [
     "state_indexing",
     "trace_state",
     "tree_util",
+    "triton_deprecation",
 ]
 
 # Private modules, imported defensively: each missing one disables one feature.
@@ -139,6 +140,25 @@ FEATURES: dict[str, tuple[bool, str]] = {
         ),
     )
 }
+
+
+def triton_deprecation() -> str:
+    """One sentence when this JAX deprecates Pallas' Triton backend ("" when it does not).
+
+    JAX registers the deprecation (`jax-pallas-triton`, from 0.11) and warns when a
+    Triton kernel lowers; pallaslab says so as a kernel is inspected.
+    """
+    try:
+        from jax._src import deprecations  # noqa: PLC0415 - probed
+    except ImportError:  # pragma: no cover
+        return ""
+    registered = getattr(deprecations, "_registered_deprecations", {})
+    if "jax-pallas-triton" not in registered:
+        return ""
+    return (
+        f"Pallas' Triton backend (pltriton.CompilerParams) is deprecated in jax "
+        f"{jax.__version__} and will be removed."
+    )
 
 
 def feature_notice(name: str) -> str | None:

@@ -23,13 +23,13 @@ from pallaslab._src.core.jax_adapter.body_eval import (
     inner_aval,
     pallas_core,
     physical_dtype,
-    state_discharge,
 )
 from pallaslab._src.core.jax_adapter.instrument import uses_grid
 from pallaslab._src.core.jax_adapter.probes import jax_core, source_info_util
 from pallaslab._src.core.jax_adapter.shapes import (
     call_body,
     closed_parts,
+    discharge,
     inner_jaxpr,
     scan_counts,
     with_consts,
@@ -71,7 +71,7 @@ def program_body(params: dict[str, Any], grid: tuple[int, ...]) -> ProgramBody:
     with mapping.trace_env():
         physical, consts = hlo_interpreter.resolve_physical_types(jaxpr, ())
         discharged, discharged_consts = closed_parts(
-            state_discharge.discharge_state(with_consts(inner_jaxpr(physical), consts))
+            discharge(with_consts(inner_jaxpr(physical), consts))
         )
 
     def traced(pids: Sequence[Any], *values: Any) -> list[Any]:

@@ -27,6 +27,7 @@ pinned (tests/test_jax_adapter.py, `TestVersionShapes`):
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,6 +64,22 @@ def with_consts(jaxpr: Any, consts: Sequence[Any]) -> Any:
     if attach is not None:  # one Jaxpr class (0.11+)
         return attach(list(consts))
     return jax_core.ClosedJaxpr(jaxpr, list(consts))
+
+
+def discharge(closed: Any) -> Any:
+    """`state.discharge.discharge_state(closed)`, as Pallas' interpreter discharges.
+
+    From jax 0.12 discharged values keep their refs' memory spaces unless told to strip
+    them (`strip_memory_space=True`, as Pallas' interpreter asks): primitives such as
+    `pad` and `broadcast_in_dim` then refuse them ("unknown memory_space type"). Before,
+    discharge stripped them without the keyword.
+    """
+    from jax._src.state import discharge as state_discharge  # noqa: PLC0415 - probed
+
+    run: Any = state_discharge.discharge_state
+    if "strip_memory_space" in inspect.signature(run).parameters:
+        return run(closed, strip_memory_space=True)
+    return run(closed)
 
 
 def scan_counts(params: dict[str, Any]) -> tuple[int, int]:

@@ -20,7 +20,7 @@ from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.lowering import sourcemap
 from pallaslab._src.core.lowering.failures import LoweringFailedError, explain, kernel_file
 from pallaslab._src.core.lowering.headers import header
-from pallaslab._src.records import Kernel
+from pallaslab._src.records import Kernel, hardware
 from pallaslab._src.records.lowered import GpuResources, Lowered, LoweringError, Stage, TpuResources
 from pallaslab._src.records.targets import Target
 
@@ -80,13 +80,17 @@ class LoweringContext:
         tiling, `pltpu.get_tpu_info()` in the body): for a TPU target the program is
         traced again as if on that chip, once per chip, from the inspection's snapshot
         (the function with the globals it read pinned as they were, never as a later
-        cell left them). Where that cannot be done (no single program, or it traces to
-        other kernels), the inspected kernel is used.
+        cell left them). A GPU kernel that asked the GPU (its SM count ...) is traced
+        again for another GPU (`chip` "B200"). Where that cannot be done (no single
+        program, or it traces to other kernels), the inspected kernel is used.
         """
         program = self.program
         site = program.sites[kernel.index]
         fn = program.retrace_fn
         if chip is None or fn is None or not program.example_args:
+            return site
+        if chip in hardware.GPUS and program.chip.gpu in ("", chip):
+            # It asked the GPU nothing (the same kernel on every GPU), or was traced for it.
             return site
 
         def retrace() -> tuple[jax_adapter.KernelSite, ...]:
@@ -111,10 +115,14 @@ class LoweringContext:
         mosaic_gpu: bool | None = None,
         chip: str | None = None,
     ) -> jax_adapter.KernelPayload:
-        """The kernel alone lowered for `platform` (and TPU `chip`): its backend's module."""
+        """The kernel alone lowered for `platform` (and TPU or GPU `chip`): its module.
+
+        For CUDA, by default for the GPU the program was traced for.
+        """
+        gpu = (chip or self.program.chip.gpu or None) if platform == "cuda" else None
 
         def make() -> jax_adapter.KernelPayload:
-            site = self.site(kernel, chip)
+            site = self.site(kernel, gpu if platform == "cuda" else chip)
             try:
                 function = jax_adapter.kernel_function(site)
                 with jax_adapter.deprecation_notices() as notices:
@@ -123,7 +131,8 @@ class LoweringContext:
                         jax_adapter.kernel_avals(site),
                         platform,
                         mosaic_gpu=mosaic_gpu,
-                        tpu_generation=chip,
+                        tpu_generation=chip if platform == "tpu" else None,
+                        gpu_device_kind=hardware.gpu(gpu).device_kind if gpu else None,
                     )
                 payloads = jax_adapter.kernel_payloads(module)
             except LoweringFailedError:
@@ -139,7 +148,7 @@ class LoweringContext:
                 )
             return dataclasses.replace(payloads[0], notices=tuple(notices))
 
-        return self.share(("payload", kernel.index, platform, mosaic_gpu, chip), make)
+        return self.share(("payload", kernel.index, platform, mosaic_gpu, chip, gpu), make)
 
     def finish(
         self,

@@ -437,6 +437,8 @@ def run(model: RunPane) -> list[Node]:
             parts.append(_finding(f"Race ({check['backend'].upper()})", check["text"]))
         else:
             parts.append(h("p", "pl-facts", check["text"]))
+    for race in result["interpreterRaces"]:
+        parts.append(_finding("Race (Mosaic GPU interpreter)", at(race["where"]) + race["text"]))
     parts.append(
         table(
             ["output", "type", "values", "min", "max", "NaN", "Inf"],
@@ -482,6 +484,7 @@ def run_summary(model: RunPane) -> str:
     comparison = result["comparison"]
     findings = len(result["leaks"]) + len(result["outOfBounds"])
     findings += sum(c["confirmed"] for c in result["raceChecks"])
+    findings += len(result["interpreterRaces"])
     if comparison is not None:
         text += f" \u00b7 {comparison['verdict']}"
     if findings:

@@ -63,7 +63,17 @@ def _races(
     for backend in race_geometry.BACKENDS:
         label = backend.upper()
         entry: RaceEntry = {"sentences": [], "conflicts": [], "total": 0, "checked": True}
-        if kernel.kind != "pallas_call":
+        interpreted = _interpreter_races(kernel, inspection) if backend == "gpu" else []
+        if interpreted:
+            # JAX's Mosaic GPU interpreter ran the kernel and saw these races.
+            entry["sentences"] = interpreted
+            entry["total"] = len(interpreted)
+        elif kernel.kind != "pallas_call" and _gpu_interpreted(kernel, inspection, backend):
+            entry["sentences"] = [
+                f"{label}: no races: JAX's Mosaic GPU interpreter ran it with its race "
+                "detector on and found none."
+            ]
+        elif kernel.kind != "pallas_call":
             entry["checked"] = False
             entry["sentences"] = [
                 f"{label}: not checked: {kernel.kind} kernels address whole arrays, not blocks."
@@ -110,6 +120,32 @@ def _races(
                 ]
         found[backend] = entry
     return found
+
+
+def _interpreter_races(kernel: Kernel, inspection: Inspection) -> list[str]:
+    """The races JAX's Mosaic GPU interpreter found in this kernel's run, as sentences."""
+    result = inspection.result
+    if result is None:
+        return []
+    return [
+        f"GPU: {race.describe(with_location=False)} (lines "
+        f"{race.location.line if race.location else '?'} and "
+        f"{race.other_location.line if race.other_location else '?'})"
+        for race in result.interpreter_races
+        if race.kernel_index == kernel.index
+    ]
+
+
+def _gpu_interpreted(kernel: Kernel, inspection: Inspection, backend: str) -> bool:
+    """Whether the inspection's run had this kernel in JAX's Mosaic GPU interpreter."""
+    result = inspection.result
+    return (
+        backend == "gpu"
+        and result is not None
+        and kernel.backend == "mosaic_gpu"
+        and result.mode in ("mosaic-gpu-interpret", "emulated+interpret")
+        and any(kernel.name in n and "Mosaic GPU interpreter" in n for n in result.notices)
+    )
 
 
 def _race_words(

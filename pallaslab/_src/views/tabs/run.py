@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from pallaslab._src.records import Leak, OutOfBounds, RaceCheck
+from pallaslab._src.records import InterpreterRace, Leak, OutOfBounds, RaceCheck
 from pallaslab._src.views import fmt, heatmap, where
 from pallaslab._src.views.contracts import (
     ComparisonModel,
+    InterpreterRaceModel,
     LeakModel,
     OutOfBoundsModel,
     RaceCheckModel,
@@ -29,8 +30,14 @@ EMULATED_NOTE = (
     "and the rest in grid order, with the same results as Pallas' interpret mode. Times "
     "are not representative of GPU/TPU speed."
 )
+MOSAIC_GPU_NOTE = (
+    "CPU interpretation: JAX's Mosaic GPU interpreter ran the kernels on the CPU, simulating "
+    "their threads (warpgroups), shared memory, barriers and TMA copies, with its race "
+    "detector on. Results are a GPU's; times are not representative of GPU speed."
+)
 _NOTES = {
     "interpret": INTERPRET_NOTE,
+    "mosaic-gpu-interpret": MOSAIC_GPU_NOTE,
     "emulated": EMULATED_NOTE,
     "emulated+interpret": EMULATED_NOTE + " Some kernels needed Pallas' interpreter (see below).",
 }
@@ -72,6 +79,16 @@ def _out_of_bounds(found: OutOfBounds, allowed: Collection[str]) -> OutOfBoundsM
     }
 
 
+def _interpreter_race(race: InterpreterRace, allowed: Collection[str]) -> InterpreterRaceModel:
+    return {
+        "text": race.describe(with_location=False),
+        "kernel": race.kernel,
+        "memory": race.memory,
+        "where": where.location(race.location, allowed),
+        "otherWhere": where.location(race.other_location, allowed),
+    }
+
+
 def _race_check(check: RaceCheck) -> RaceCheckModel:
     return {
         "text": check.describe(),
@@ -96,11 +113,12 @@ def payload(inspection: Inspection) -> RunPane:
     """The Run tab's view model."""
     result = inspection.result
     if result is None:
-        message = (
-            "Not run: name a call on the magic line to run it (e.g. %%kernel add(x, y))."
-            if not inspection.args and not inspection.outputs
-            else "Not run (--no-run). Run it with inspection.run(...)."
-        )
+        if inspection.not_run:
+            message = f"Not run: {inspection.not_run}."
+        elif not inspection.args and not inspection.outputs:
+            message = "Not run: name a call on the magic line to run it (e.g. %%kernel add(x, y))."
+        else:
+            message = "Not run: only traced. Run it with inspection.run(...)."
         return {"result": None, "message": message}
     allowed = where.kernel_files(inspection.kernels)
     comparison = result.comparison
@@ -114,6 +132,7 @@ def payload(inspection: Inspection) -> RunPane:
         "leaks": [_leak(leak, allowed) for leak in result.leaks],
         "outOfBounds": [_out_of_bounds(o, allowed) for o in result.out_of_bounds],
         "raceChecks": [_race_check(c) for c in result.race_checks if c.orders],
+        "interpreterRaces": [_interpreter_race(r, allowed) for r in result.interpreter_races],
         "outputs": [
             {
                 "path": o.path,

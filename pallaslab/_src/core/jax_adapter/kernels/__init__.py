@@ -10,6 +10,7 @@ from pallaslab._src.core.jax_adapter.kernels.convert import (
     kernel_parameter_names,
     mesh_kernel_kind,
     mesh_kernel_summary,
+    site_backend,
 )
 from pallaslab._src.core.jax_adapter.kernels.jaxprs import jaxpr_constants, jaxpr_text
 from pallaslab._src.core.jax_adapter.kernels.locations import user_location
@@ -37,5 +38,6 @@ __all__ = [
     "mesh_of",
     "primitives_outside_kernels",
     "program_inputs_of",
+    "site_backend",
     "user_location",
 ]

@@ -116,7 +116,7 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
         jaxpr_source_map=source_map,
         source=function_location(debug) or first_body_location(inner_jaxpr(body)),
         call_site=call_site(site),
-        backend=_backend_of(compiler_params),
+        backend=backend_of(compiler_params),
         compiler_params=_params_fields(compiler_params),
         dimension_semantics=(tuple(_semantics_name(s) for s in semantics) if semantics else None),
         cost_estimate=(
@@ -188,9 +188,19 @@ def mesh_kernel_summary(site: KernelSite) -> tuple[str, str, str]:
     """(name, kind, backend) of a mesh kernel, as its record names them."""
     params = site.params
     debug = _mesh_body(site).debug_info
-    backend = _backend_of(params.get("compiler_params")) or mesh_backend(mesh_of(params))
+    backend = backend_of(params.get("compiler_params")) or mesh_backend(mesh_of(params))
     name = params.get("name") or (debug.func_name if debug else "kernel")
     return str(name), mesh_kernel_kind(site.primitive, backend), backend
+
+
+def site_backend(site: KernelSite) -> str:
+    """The backend a kernel is for: "mosaic_gpu", "triton", "mosaic_tpu", or "".
+
+    "" is a `pallas_call` without compiler params, which any backend takes.
+    """
+    if site.primitive == PALLAS_CALL:
+        return backend_of(site.params.get("compiler_params"))
+    return mesh_kernel_summary(site)[2]
 
 
 def mesh_kernel_kind(primitive: str, backend: str) -> str:
@@ -390,7 +400,8 @@ def _buffer_count(pipeline_mode: Any) -> int | None:
     return int(count) if count is not None else None
 
 
-def _backend_of(compiler_params: Any) -> str:
+def backend_of(compiler_params: Any) -> str:
+    """The backend compiler params select ("mosaic_gpu", "triton", "mosaic_tpu"; "" for none)."""
     if compiler_params is None:
         return ""
     module = type(compiler_params).__module__

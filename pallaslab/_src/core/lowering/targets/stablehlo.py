@@ -30,7 +30,7 @@ def lower(lowerer: LoweringContext, target: Target) -> Lowered:
 
     def lower_with(mosaic_gpu: bool | None) -> str:
         # The program is traced again: off a TPU, for the chosen chip.
-        with jax_adapter.auto_interpret(True), chips.tracing_chip():
+        with jax_adapter.auto_interpret(True), chips.tracing_chip(lowerer.program.chip):
             module = jax_adapter.lower_module(
                 flat_fn,
                 args,

@@ -78,7 +78,7 @@ def _kernel_export(lowerer: LoweringContext, kernel: Kernel, chip: str) -> jax_a
     """
 
     def make() -> jax_adapter.GpuExport:
-        site = lowerer.program.sites[kernel.index]
+        site = lowerer.site(kernel, chip)  # traced again for the chip if it asked the GPU
         choices: tuple[bool | None, ...] = (None, True, False)
         if kernel.kind == "plgpu.kernel" or kernel.backend == "mosaic_gpu":
             choices = (True,)
