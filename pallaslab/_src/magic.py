@@ -35,6 +35,18 @@ def magic_line_error(message: str) -> UsageError:
     return UsageError(f"Cell line {MAGIC_LINE}: {messages.clip(message, max_lines=4)}")
 
 
+class KernelInterrupted(KeyboardInterrupt):
+    """A `%%kernel` cell interrupted (Jupyter's stop button); shown as one line."""
+
+    def __init__(self, kept: str = "") -> None:
+        super().__init__(f"interrupted; results so far kept{kept}")
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this line instead of the 50-odd frames of pallaslab and JAX
+        # the interrupt passed through.
+        return [f"\x1b[0;31mKeyboardInterrupt\x1b[0m: {self.args[0]}"]
+
+
 class KernelCellError(Exception):
     """A `%%kernel` cell failed; shown as one message instead of a traceback."""
 
@@ -148,8 +160,12 @@ class KernelMagics(Magics):
         """
         try:
             self._run_cell(line, cell)
-        except (KernelCellError, UsageError, KeyboardInterrupt):
+        except (KernelCellError, UsageError, KernelInterrupted):
             raise
+        except KeyboardInterrupt:
+            if "--traceback" in line.split():
+                raise
+            raise KernelInterrupted() from None
         except Exception as error:
             if "--traceback" in line.split():
                 raise
@@ -193,6 +209,14 @@ class KernelMagics(Magics):
         )
         diagnosis = outcome.diagnosis
         inspection = outcome.inspection
+        if outcome.interrupted:
+            if options.traceback:
+                raise KeyboardInterrupt
+            kept = ""
+            if inspection is not None:
+                shell.user_ns[options.name] = inspection
+                kept = f" ({options.name}: the traced kernels, not run)"
+            raise KernelInterrupted(kept)
         if inspection is not None:
             shell.user_ns[options.name] = inspection
             if options.target and (inspection.kernels or diagnosis is None):

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from pallaslab._src.base import messages
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import jax_adapter, run_budget
 from pallaslab._src.core.diagnose_lines import (
     pallas_call_line_of,
     probably_user_file,
@@ -210,6 +210,17 @@ def _grid_too_large(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
     )
 
 
+def _run_stopped(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
+    if not isinstance(error, run_budget.RunStoppedError):
+        return None
+    return Diagnosis(
+        "run-budget",
+        f"{_text(error)}",
+        run_budget.hint(error),
+        location=error.location,
+    )
+
+
 _INDEX_MAP_TYPE = re.compile(
     r"Index map function (?P<fn>\S+) at (?P<file>.+?):(?P<line>\d+) for (?P<origin>\S+) "
     r"must return integer scalars\. Output\[(?P<k>\d+)\] has type ~?(?P<type>[\w]+)"
@@ -370,6 +381,7 @@ MATCHERS: tuple[Matcher, ...] = (
     _undefined_name,
     _traced_branch,
     _grid_too_large,
+    _run_stopped,
     _block_spec_order,
     _kernel_not_callable,
     _index_map_type,

@@ -37,6 +37,7 @@ KIND_TITLES = {
     "store-shape": "a store of the wrong shape",
     "grid": "a grid that cannot run",
     "grid-too-large": "a grid too large to run",
+    "run-budget": "a kernel stopped by the run budget",
     "block-out-of-bounds": "a block outside its array",
     "callback-error": "a failed callback",
     "reference": "a reference that does not match the call",

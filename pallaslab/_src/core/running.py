@@ -12,13 +12,14 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.base import messages
+from pallaslab._src.base import kernel_output, messages
 from pallaslab._src.core import (
     checking,
     chips,
     compile_cache,
     emulator,
     jax_adapter,
+    run_budget,
     sharing,
     tracing,
 )
@@ -80,10 +81,11 @@ def run(
     emulating = backend == "cpu" and not interpret
     plans = [emulator.plan_for_site(site) for site in program.sites] if emulating else []
     started = time.perf_counter()
-    with kernel_scope(interpret):
+    with kernel_output.clipped(), run_budget.watched(), kernel_scope(interpret):
         # Compiled by what the program is: an unchanged cell run again skips XLA.
         compiled = compile_cache.compile_function(program.flat_fn, leaves, **tracing.run_options())
         outputs = jax.block_until_ready(compiled(*leaves))
+        jax.effects_barrier()  # its prints are out
     seconds = time.perf_counter() - started
     flat_outputs = [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)]
     comparison = None
@@ -97,7 +99,14 @@ def run(
     notices = [plan.describe() for plan in plans]
     findings = _Findings()
     if emulating and plans and (check or (check is None and all(p.emulated for p in plans))):
-        findings = _check(program, leaves, plans)
+        # The checks run the kernels again: what they print was printed by the run.
+        with kernel_output.muted():
+            try:
+                with run_budget.watched():
+                    findings = _check(program, leaves, plans)
+                    jax.effects_barrier()
+            except run_budget.RunStoppedError as error:
+                findings = _Findings(notices=[f"The checks after the run stopped: {error}"])
     return RunResult(
         backend=backend,
         mode=run_mode(backend, interpret, bool(program.sites), plans),

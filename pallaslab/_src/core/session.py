@@ -15,8 +15,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pallaslab._src.base import messages
-from pallaslab._src.core import compile_cache, jax_adapter, running, settings, tracing
+from pallaslab._src.base import kernel_output, messages
+from pallaslab._src.core import compile_cache, jax_adapter, run_budget, running, settings, tracing
 from pallaslab._src.core.cell_checks import check_blocks, check_grids, check_reference
 from pallaslab._src.core.cell_code import (
     MAGIC_LINE,
@@ -78,12 +78,15 @@ class CellOutcome:
         error: The original exception behind `diagnosis` (None for problems
             pallaslab found itself, like a block outside its array).
         last_value: The value of the cell's last expression (None when it has none).
+        interrupted: Whether an interrupt (KeyboardInterrupt) stopped the cell; what
+            it had done so far (names defined, the inspection traced) is kept.
     """
 
     inspection: Inspection | None = None
     diagnosis: Diagnosis | None = None
     error: BaseException | None = None
     last_value: Any = None
+    interrupted: bool = False
 
 
 def cell_settings() -> settings.Settings:
@@ -169,13 +172,20 @@ def execute_cell(
     fail = failure_maker(name_source, namespace)
 
     try:
-        with _interpret_scope(options.interpret), jax_adapter.quiet_failed_callbacks():
+        with (
+            run_budget.interruptible(),
+            kernel_output.clipped(),
+            _interpret_scope(options.interpret),
+            jax_adapter.quiet_failed_callbacks(),
+        ):
             statements, last_expr = compile_body(body, filename, fail)
             with jax_adapter.recording_kernels() as recorded:
                 try:
-                    exec(statements, namespace)
-                    if last_expr is not None:
-                        last_value = eval(last_expr, namespace)
+                    # The kernels the cell runs itself run under the budget too.
+                    with run_budget.watched():
+                        exec(statements, namespace)
+                        if last_expr is not None:
+                            last_value = eval(last_expr, namespace)
                 except Exception as error:
                     raise fail(error) from None
             if options.call is None:
@@ -219,6 +229,10 @@ def execute_cell(
             error=failed.error,
             last_value=last_value,
         )
+    except KeyboardInterrupt:
+        # The run's loops were stopped and XLA drained (`run_budget.watched`): what the
+        # cell defined and traced so far stays.
+        return CellOutcome(inspection=inspection, last_value=last_value, interrupted=True)
     return CellOutcome(inspection=inspection, last_value=last_value)
 
 

@@ -18,6 +18,7 @@ from jax import lax
 from pallaslab._src.core.jax_adapter.body_eval import (
     CONTROL_FLOW,
     bind,
+    eqn_site,
     evaluate_eqns,
     inner_aval,
     physical_dtype,
@@ -37,6 +38,7 @@ from pallaslab._src.core.jax_adapter.instrument.records import (
     UnsupportedError,
 )
 from pallaslab._src.core.jax_adapter.instrument.sites import uses_grid
+from pallaslab._src.core.jax_adapter.loop_budget import bounded_while_loop
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
     jax_core,
@@ -331,7 +333,9 @@ class Evaluator:
             outs = self.evaluate(body.jaxpr, body.consts, [*body_consts, *values_in])
             return dict(self.state), list(outs)
 
-        state, final = lax.while_loop(cond_fun, body_fun, (dict(self.state), list(carry)))
+        state, final = bounded_while_loop(
+            cond_fun, body_fun, (dict(self.state), list(carry)), eqn_site(eqn)
+        )
         self.state = dict(state)
         return list(final)
 
