@@ -385,6 +385,12 @@ def _problem(diagnosis: Diagnosis) -> Problem:
 
 
 def load(shell: Any) -> None:
-    """Registers the magic; kernels run on CPU in pallaslab's emulator."""
-    session.cell_settings()
+    """Registers the magic; kernels run on CPU in pallaslab's emulator.
+
+    The magic is registered first: nothing the settings hold can stop it.
+    """
     shell.register_magics(KernelMagics)
+    try:
+        session.cell_settings()
+    except Exception as error:  # every cell reads the settings again, and says why
+        print(f"pallaslab: settings not applied: {messages.one_line(error)}", file=sys.stderr)

@@ -94,7 +94,7 @@ def set_run_budget(
     Example:
         >>> pallaslab.set_run_budget(loop_iterations=100_000, seconds=30)
     """
-    global _budget  # noqa: PLW0603
+    global _budget, _explicit  # noqa: PLW0603
     iterations = _budget.loop_iterations if loop_iterations is None else int(loop_iterations)
     if iterations < loop_budget.FIRST_CHUNK:
         raise ValueError(
@@ -106,8 +106,22 @@ def set_run_budget(
     if limit is not None and (isinstance(limit, bool) or not float(limit) > 0):
         raise ValueError(f"seconds must be a positive number or None, not {seconds!r}")
     _budget = RunBudget(iterations, None if limit is None else float(limit))
+    _explicit = True
     loop_budget.set_limits(_budget.loop_iterations, None)
     return _budget
+
+
+_explicit = False  # set_run_budget was called: the settings no longer apply
+
+
+def follow_setting(loop_iterations: int, seconds: float | None) -> None:
+    """The JupyterLab settings' budget, unless `set_run_budget` set one this session."""
+    global _budget  # noqa: PLW0603
+    if _explicit:
+        return
+    iterations = max(loop_budget.FIRST_CHUNK, int(loop_iterations))
+    _budget = RunBudget(iterations, None if not seconds else float(seconds))
+    loop_budget.set_limits(_budget.loop_iterations, None)
 
 
 class RunStoppedError(RuntimeError):

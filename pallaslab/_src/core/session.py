@@ -93,17 +93,34 @@ def cell_settings() -> settings.Settings:
     """The user's settings, applied before a cell (or the extension) runs anything.
 
     Kernels on a CPU run in pallaslab's emulator (its CPU lowering rule), and the
-    "Persistent compile cache" setting is followed; a cache directory that cannot be
-    used is a warning, never a failure.
+    "Persistent compile cache" and run budget settings are followed. A settings file
+    that cannot be read, a setting that is ignored, or a cache directory that cannot
+    be used is a warning (once a session each), never a failure: the defaults hold.
     """
     jax_adapter.install_cpu_interpret()
-    user = settings.load()
+    try:
+        user = settings.load()
+    except Exception as error:  # a bad settings file never stops a kernel cell
+        _notice_once(f"pallaslab's settings could not be read ({messages.one_line(error)})")
+        user = settings.Settings()
+    for problem in user.problems:
+        _notice_once(f"pallaslab setting ignored: {problem}")
     problem = compile_cache.follow_setting(
         user.persistent_compile_cache, user.persistent_compile_cache_dir
     )
     if problem:
         warnings.warn(problem, stacklevel=2)
+    run_budget.follow_setting(user.loop_iteration_budget, user.run_seconds_budget or None)
     return user
+
+
+_noticed: set[str] = set()
+
+
+def _notice_once(text: str) -> None:
+    if text not in _noticed:
+        _noticed.add(text)
+        warnings.warn(text, settings.SettingsNotice, stacklevel=3)
 
 
 def evaluate_reference(expression: str | None, namespace: Mapping[str, Any]) -> Any:
