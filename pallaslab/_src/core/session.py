@@ -103,8 +103,8 @@ def cell_settings() -> settings.Settings:
     except Exception as error:  # a bad settings file never stops a kernel cell
         _notice_once(f"pallaslab's settings could not be read ({messages.one_line(error)})")
         user = settings.Settings()
-    for problem in user.problems:
-        _notice_once(f"pallaslab setting ignored: {problem}")
+    for ignored in user.problems:
+        _notice_once(f"pallaslab setting ignored: {ignored}")
     problem = compile_cache.follow_setting(
         user.persistent_compile_cache, user.persistent_compile_cache_dir
     )
