@@ -11,7 +11,9 @@ function of `core/programs.py`.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
@@ -30,13 +32,19 @@ class Program:
             cell ran, where no single program was traced.
         args: The traced leaves' shapes and dtypes.
         outputs: The results' shapes and dtypes.
-        example_args: The example leaves (arrays or ShapeDtypeStructs).
+        example_args: The example leaves (arrays or ShapeDtypeStructs); an array of
+            `WEAK_BYTES` or more is a ShapeDtypeStruct here, the array itself held
+            weakly in `weak_args` (read them with `examples()`).
         sites: The kernels as bound in the program.
         jitted: `jax.jit(flat_fn)`, made once so reruns hit JAX's compile cache.
         split: Takes (args, kwargs) laid out as for the traced callable and returns
             the leaves that are traced.
         rebuild: Takes the traced leaves and returns (args, kwargs) for the callable.
         fn: The callable as given (static arguments not yet bound).
+        weak_args: Per example leaf, a weak reference to the array it stands for
+            (None where `example_args` holds the leaf itself). The records made of
+            the program (`Traced`) hold those arrays; a view's copy of the records does
+            not, so a displayed inspector keeps no large array alive.
     """
 
     name: str
@@ -50,6 +58,25 @@ class Program:
     split: Callable[[Sequence[Any], dict[str, Any]], list[Any]] | None = None
     rebuild: Callable[[Sequence[Any]], tuple[tuple[Any, ...], dict[str, Any]]] | None = None
     fn: Callable[..., Any] | None = None
+    weak_args: tuple[weakref.ref[Any] | None, ...] = ()
+
+    def examples(self) -> list[Any]:
+        """The example leaves: arrays where still alive, else their shapes and dtypes.
+
+        An array gone (its records and the user's names dropped it) reads as a
+        ShapeDtypeStruct, which runs and checks fill with seeded data, as for shapes.
+        """
+        if not self.weak_args:
+            return list(self.example_args)
+        found = []
+        for leaf, ref in zip(self.example_args, self.weak_args, strict=True):
+            alive = ref() if ref is not None else None
+            found.append(leaf if alive is None else alive)
+        return found
+
+    def strong_examples(self) -> tuple[Any, ...]:
+        """The weakly held example arrays still alive (for records to hold them)."""
+        return tuple(a for ref in self.weak_args if ref is not None and (a := ref()) is not None)
 
     def dynamic_leaves(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
         """The traced leaves of a new set of arguments."""
@@ -61,7 +88,32 @@ class Program:
         """The traced leaves of `args`/`kwargs`; the examples when both are empty."""
         if args or kwargs:
             return self.dynamic_leaves(args, dict(kwargs or {}))
-        return list(self.example_args)
+        return self.examples()
+
+
+#: Example arrays this large or larger are held weakly by the program (see `Program`).
+WEAK_BYTES = 1 << 20
+
+
+def held_weakly(
+    leaves: Sequence[Any],
+) -> tuple[tuple[Any, ...], tuple[weakref.ref[Any] | None, ...]]:
+    """`Program.example_args` and `Program.weak_args` for these example leaves."""
+    import jax  # noqa: PLC0415 - keeps this module's import light for views' tests
+
+    placeholders: list[Any] = []
+    refs: list[weakref.ref[Any] | None] = []
+    for leaf in leaves:
+        size = getattr(leaf, "nbytes", 0)
+        try:
+            ref = weakref.ref(leaf) if isinstance(size, int) and size >= WEAK_BYTES else None
+        except TypeError:  # not weakly referable: held as it is
+            ref = None
+        refs.append(ref)
+        placeholders.append(leaf if ref is None else jax.ShapeDtypeStruct(leaf.shape, leaf.dtype))
+    if all(ref is None for ref in refs):
+        return tuple(leaves), ()
+    return tuple(placeholders), tuple(refs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +142,8 @@ class Traced:
     result: RunResult | None = None
     notices: tuple[str, ...] = ()
     _program: Program | None = dataclasses.field(default=None, compare=False, repr=False)
+    # The program's weakly held example arrays, held here (`for_view` lets go of them).
+    _held: tuple[Any, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
     @classmethod
     def from_program(cls, program: Program, notices: tuple[str, ...] = ()) -> Self:
@@ -117,6 +171,7 @@ class Traced:
             backend=jax.default_backend(),
             notices=notices,
             _program=program,
+            _held=program.strong_examples(),
         )
 
     def kernel(self, name_or_index: str | int) -> Kernel:
@@ -134,6 +189,41 @@ class Traced:
     def with_result(self, result: RunResult) -> Self:
         """This inspection with a run attached."""
         return dataclasses.replace(self, result=result)
+
+    def for_view(self) -> Self:
+        """These records as a view keeps them: no large array held.
+
+        The run's output and reference arrays are left out (views show their
+        summaries), and the example arguments are held only weakly: while this
+        inspection (or the user's own names) holds them, the view's operations use
+        them; after, they use seeded data of the same shapes.
+        """
+        result = self.result
+        if result is not None and (result.values or result.expected):
+            result = dataclasses.replace(result, values=(), expected=())
+        return dataclasses.replace(self, result=result, _held=())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The records pickle; the traced program (JAX objects, the user's functions)
+        # does not: an unpickled inspection says what needs it ("built without a
+        # program").
+        return _rebuild, (type(self), self._record_fields())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        # The records are copied; the traced program (immutable JAX objects) is shared.
+        fields = copy.deepcopy(self._record_fields(), memo)
+        return type(self)(**fields, _program=self._program, _held=self._held)
+
+    def _record_fields(self) -> dict[str, Any]:
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("_program", "_held")
+        }
+
+
+def _rebuild(cls: type[Traced], fields: dict[str, Any]) -> Traced:
+    return cls(**fields)
 
 
 def _with_origins(kernel: Kernel, site: jax_adapter.KernelSite, program: Program) -> Kernel:

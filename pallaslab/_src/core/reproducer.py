@@ -123,7 +123,7 @@ def write_reproducer(
     if any(not isinstance(d, int | np.integer) for d in record.grid):
         raise ValueError(f"{record.name} has a grid known only at run time; not written")
     parsed = parse_target(target) if target else None
-    leaves = example_arrays(program.example_args)
+    leaves = example_arrays(program.examples())
     # Some kernels ask which TPU they are on while being traced (`emit_pipeline`); off
     # a TPU they are traced for pallaslab's chosen chip, and the script answers the same.
     asks_for_a_tpu = False

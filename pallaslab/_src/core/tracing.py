@@ -11,7 +11,7 @@ import jax
 import numpy as np
 
 from pallaslab._src.core import chips, jax_adapter
-from pallaslab._src.core.program import Program
+from pallaslab._src.core.program import Program, held_weakly
 from pallaslab._src.records import ArraySpec
 
 
@@ -63,6 +63,7 @@ def trace_program(
     with chips.tracing_chip(), jax_adapter.mesh_interpret(False):
         closed, out_shapes = jax.make_jaxpr(flat_fn, return_shape=True)(*abstract)
     sites = tuple(jax_adapter.find_kernel_sites(closed))
+    example_args, weak_args = held_weakly(dynamic_leaves)
     arg_paths = _named_by_kernels(
         _argument_paths(fn, args, kwargs, dynamic, arg_names), closed, sites
     )
@@ -78,7 +79,8 @@ def trace_program(
             ArraySpec(jax.tree_util.keystr(path) or "out", tuple(s.shape), str(s.dtype))
             for path, s in jax.tree_util.tree_flatten_with_path(out_shapes)[0]
         ),
-        example_args=tuple(dynamic_leaves),
+        example_args=example_args,
+        weak_args=weak_args,
         sites=sites,
         jitted=jax.jit(flat_fn, **run_options()),
         split=split,
