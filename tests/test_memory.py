@@ -177,3 +177,16 @@ def test_an_inspection_pickles_and_copies_as_records():
     np.testing.assert_array_equal(loaded.result.values[0], inspection.result.values[0])
     with pytest.raises(ValueError, match="built without a program"):
         loaded.lower("stablehlo")
+
+
+def test_the_magic_says_the_kernel_ran_and_which_step_lacked_memory(ip, monkeypatch):
+    from pallaslab._src.magic import KernelCellError
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1024)
+    result = ip.run_cell(f'%%kernel scale(x) --ref "lambda a: a * 2 + 1"\n{CELL}')
+    error = result.error_in_exec
+    assert isinstance(error, KernelCellError), repr(error)
+    assert error.diagnosis.kind == "memory"
+    assert "The kernel ran (" in str(error)
+    assert "comparing its outputs with the reference was not started" in str(error)
+    assert "x" in ip.user_ns  # the cell's names stay

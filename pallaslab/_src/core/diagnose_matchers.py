@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from pallaslab._src.base import messages
-from pallaslab._src.core import jax_adapter, run_budget
+from pallaslab._src.core import jax_adapter, memory, run_budget
 from pallaslab._src.core.diagnose_lines import (
     pallas_call_line_of,
     probably_user_file,
@@ -210,6 +210,17 @@ def _grid_too_large(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
     )
 
 
+def _step_memory(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
+    if not isinstance(error, memory.StepMemoryError):
+        return None
+    return Diagnosis(
+        "memory",
+        _text(error),
+        "Try smaller inputs, or leave out --ref (the reference's outputs and the "
+        "comparison's masks take memory of their own).",
+    )
+
+
 def _run_stopped(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
     if not isinstance(error, run_budget.RunStoppedError):
         return None
@@ -382,6 +393,7 @@ MATCHERS: tuple[Matcher, ...] = (
     _traced_branch,
     _grid_too_large,
     _run_stopped,
+    _step_memory,
     _block_spec_order,
     _kernel_not_callable,
     _index_map_type,

@@ -38,6 +38,7 @@ KIND_TITLES = {
     "grid": "a grid that cannot run",
     "grid-too-large": "a grid too large to run",
     "run-budget": "a kernel stopped by the run budget",
+    "memory": "a step after the run short of memory",
     "block-out-of-bounds": "a block outside its array",
     "callback-error": "a failed callback",
     "reference": "a reference that does not match the call",
