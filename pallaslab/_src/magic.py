@@ -322,6 +322,11 @@ class KernelMagics(Magics):
                 "--reproducer rebuilds the call on the magic line; name one, as in "
                 "%%kernel matmul(a, b) --reproducer bug.py"
             )
+        if options.no_run and (options.bench or options.tune):
+            flag = "--bench" if options.bench else "--tune"
+            raise magic_line_error(
+                f"--no-run traces only, and {flag} runs the call: drop one of the two"
+            )
         if options.bench and call is None:
             raise magic_line_error(
                 "--bench times the call on the magic line; name one, as in "
