@@ -38,7 +38,7 @@ def kernel(x_ref, o_ref):
     o_ref[...] = x_ref[...] * 2.0
 
 
-def make_call(programs: int, interpret: bool):  # noqa: ANN201 - a pallas_call
+def make_call(programs: int, interpret: bool):
     spec = pl.BlockSpec((8,), lambda i: (i,))
     return pl.pallas_call(
         kernel,
@@ -50,7 +50,7 @@ def make_call(programs: int, interpret: bool):  # noqa: ANN201 - a pallas_call
     )
 
 
-def timed(fn, x) -> tuple[float, list[str]]:  # noqa: ANN001
+def timed(fn, x) -> tuple[float, list[str]]:
     out = io.StringIO()
     started = time.perf_counter()
     with contextlib.redirect_stdout(out):
