@@ -16,7 +16,7 @@ from pallaslab._src.base.textscan import top_level
 from pallaslab._src.core import diffing, session
 from pallaslab._src.core.diagnose import Diagnosis
 from pallaslab._src.core.session import MAGIC_LINE, CellError, CellOptions, execute_cell
-from pallaslab._src.records.targets import parse_target
+from pallaslab._src.records.targets import parse_target, reading_note
 from pallaslab._src.views.header import Problem
 from pallaslab._src.views.inspector import Inspector
 
@@ -126,6 +126,12 @@ class KernelMagics(Magics):
         help="Write a standalone script (jax and numpy only) that rebuilds the first "
         "kernel's call, with its operands saved beside it (PATH.npz), and reproduces its "
         "result, or with --target its lowering.",
+    )
+    @argument(
+        "--force",
+        action="store_true",
+        help="With --reproducer: replace the script and its .npz where they exist (else "
+        "nothing is replaced).",
     )
     @argument(
         "--target",
@@ -240,7 +246,7 @@ class KernelMagics(Magics):
             display(outcome.last_value)
         if options.reproducer and inspection is not None and inspection.kernels:
             written, failed = session.write_reproducer(
-                inspection, options.reproducer, options.target
+                inspection, options.reproducer, options.target, overwrite=options.force
             )
             if failed is None:
                 print(written)
@@ -312,9 +318,12 @@ class KernelMagics(Magics):
         options.target = unquote(options.target)
         if options.target:
             try:
+                note = reading_note(options.target)
                 options.target = parse_target(options.target).name
             except ValueError as error:
                 raise magic_line_error(f"--target: {messages.error_text(error)}") from None
+            if note:
+                print(f"pallaslab: {note}", file=sys.stderr)
         space = _tune_space(call, options.tune)
         options.reproducer = unquote(options.reproducer)
         if options.reproducer and call is None:

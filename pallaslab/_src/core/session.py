@@ -146,7 +146,7 @@ def evaluate_reference(expression: str | None, namespace: Mapping[str, Any]) -> 
 
 
 def write_reproducer(
-    inspection: Inspection, path: str, target: str | None = None
+    inspection: Inspection, path: str, target: str | None = None, overwrite: bool = False
 ) -> tuple[str, Diagnosis | None]:
     """`--reproducer PATH`: the script, with the cell's operands saved beside it.
 
@@ -154,7 +154,7 @@ def write_reproducer(
         What was written, in words, and None; or "" and why nothing was written.
     """
     try:
-        written = inspection.reproducer(path, save_inputs=True, target=target)
+        written = inspection.reproducer(path, save_inputs=True, target=target, overwrite=overwrite)
     except (ValueError, RuntimeError, OSError) as error:
         return "", Diagnosis("reproducer", f"No reproducer written: {error}")
     return str(written), None
