@@ -72,6 +72,10 @@ class Lowerer(LoweringContext):
         key = (index, target.name)
         with self._lock:
             found = self._results.get(key)
+            # Successes and the kernel's own failures stand; a tool that was missing or
+            # a worker or tool that crashed is asked again.
+            if found is not None and found.error is not None and found.error.transient:
+                found = None
             if found is None:
                 started = time.perf_counter()
                 try:

@@ -9,6 +9,7 @@ from pallaslab._src.core.lowering.context import LoweringContext
 from pallaslab._src.core.lowering.failures import (
     LoweringFailedError,
     check_tiling,
+    crashed_tool,
     explain,
     first_lines,
     kernel_file,
@@ -43,13 +44,20 @@ def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:
         _stage(name, text, "mlir", default_file) for name, text in compiled.mosaic_stages
     ]
     if compiled.error:
+        tool = crashed_tool(compiled.error)
+        message = (
+            f"{tool} crashed compiling {kernel.name} for TPU {chip} (not the kernel's "
+            f"fault; asking again retries): {first_lines(compiled.error)}"
+            if tool
+            else f"libtpu could not compile {kernel.name} for TPU {chip}: "
+            f"{first_lines(strip_status(compiled.error))}"
+        )
         raise LoweringFailedError(
             LoweringError(
-                f"libtpu could not compile {kernel.name} for TPU {chip}: "
-                f"{first_lines(strip_status(compiled.error))}",
+                message,
                 location_in_text(compiled.error, kernel) or kernel.source,
                 detail=compiled.error,
-                kind="compile",
+                kind="crashed" if tool else "compile",
             )
         )
     bundles = compiled.llo.get("final_bundles", "")
