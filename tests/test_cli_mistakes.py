@@ -103,3 +103,10 @@ def test_a_reproducer_never_replaces_a_file_without_force(kernels, capsys):
     assert (kernels.parent / "bug.py").read_text() == "# mine\n"
     code, out, _ = run(capsys, "reproduce", f"{kernels}:add", *ARGS, "-o", "bug.py", "--force")
     assert code == 0 and "It replaced the earlier bug.py." in out
+
+
+def test_a_misspelt_magic_option_gets_the_nearest(ip):
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="did you mean --target"):
+        ip.run_cell_magic("kernel", "f(x) --taget ptx:sm_90", "f = abs\nx = 1\n")

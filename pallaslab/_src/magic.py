@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -12,6 +13,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from pallaslab._src.base import messages, sources
+from pallaslab._src.base.argparsing import did_you_mean
 from pallaslab._src.base.textscan import top_level
 from pallaslab._src.core import diffing, session
 from pallaslab._src.core.diagnose import Diagnosis
@@ -299,7 +301,8 @@ class KernelMagics(Magics):
         try:
             options = parse_argstring(self.kernel, rest)
         except UsageError as error:
-            raise magic_line_error(str(error)) from None
+            known = re.findall(r"\[(--[a-z-]+)", self.kernel.__doc__ or "")
+            raise magic_line_error(f"{error}{did_you_mean(str(error), known)}") from None
         except ValueError as error:  # shlex: "No closing quotation"
             raise magic_line_error(
                 f"the magic line could not be read: {messages.error_text(error)} "

@@ -10,36 +10,41 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 _UNRECOGNIZED = re.compile(r"unrecognized arguments: (?P<args>.+)")
 _INVALID_CHOICE = re.compile(r"invalid choice: '(?P<choice>[^']*)'")
 
 
+def did_you_mean(message: str, options: Sequence[str], commands: Sequence[str] = ()) -> str:
+    """The nearest option or command to one an argparse error message says is unknown.
+
+    As "; did you mean --target?"; "" when the message names neither, or nothing known
+    is near.
+    """
+    found = _UNRECOGNIZED.search(message)
+    if found:
+        tried = [t.split("=", 1)[0] for t in found["args"].split() if t.startswith("-")]
+        close = [
+            match[0]
+            for word in tried
+            if (match := difflib.get_close_matches(word, list(options), n=1, cutoff=0.6))
+        ]
+        return f"; did you mean {' or '.join(dict.fromkeys(close))}?" if close else ""
+    found = _INVALID_CHOICE.search(message)
+    if found and commands:
+        close = difflib.get_close_matches(found["choice"], list(commands), n=1, cutoff=0.6)
+        return f"; did you mean '{close[0]}'?" if close else ""
+    return ""
+
+
 class SuggestingParser(argparse.ArgumentParser):
     """An `ArgumentParser` whose errors name the nearest option or command."""
 
     def error(self, message: str) -> NoReturn:
-        hint = self._suggestion(message)
-        super().error(f"{message}{hint}")
-
-    def _suggestion(self, message: str) -> str:
-        found = _UNRECOGNIZED.search(message)
-        if found:
-            tried = [t.split("=", 1)[0] for t in found["args"].split() if t.startswith("-")]
-            options = self._every_option()
-            close = [
-                match[0]
-                for word in tried
-                if (match := difflib.get_close_matches(word, options, n=1, cutoff=0.6))
-            ]
-            return f"; did you mean {' or '.join(dict.fromkeys(close))}?" if close else ""
-        found = _INVALID_CHOICE.search(message)
-        if found:
-            commands = [c for p in self._subparsers_actions() for c in p.choices]
-            close = difflib.get_close_matches(found["choice"], commands, n=1, cutoff=0.6)
-            return f"; did you mean '{close[0]}'?" if close else ""
-        return ""
+        commands = [c for p in self._subparsers_actions() for c in p.choices]
+        super().error(message + did_you_mean(message, self._every_option(), commands))
 
     # argparse keeps its actions private; reading them is how a parser can list them.
     def _subparsers_actions(self) -> list[Any]:
