@@ -127,6 +127,15 @@ def test_pallas_interpreter_loops_are_bounded_too():
     assert finite.tolist() == [numpy_collatz(27), numpy_collatz(97)]
 
 
+@pytest.mark.gpu
+def test_interpreted_kernels_on_a_gpu_are_bounded_too():
+    """`--interpret` on a GPU: Pallas' interpreter runs there, its loops bounded alike."""
+    starts = jax.device_put(jnp.asarray([27, 0], jnp.int32), jax.devices("gpu")[0])
+    with pytest.raises(run_budget.RunStoppedError) as raised:
+        pallaslab.emulate(collatz, interpret=True)(starts)
+    assert raised.value.location.line == line_of(collatz_kernel, "COLLATZ LOOP")
+
+
 def test_check_reports_the_stopped_loop():
     checked = pallaslab.check(countdown, lambda x: x, jnp.asarray([5, 0], jnp.int32))
     assert not checked.ok
