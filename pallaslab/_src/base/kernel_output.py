@@ -120,6 +120,7 @@ class ClippedStream(io.TextIOBase):
         folder = paths.cache_dir() / "output"
         try:
             folder.mkdir(parents=True, exist_ok=True)
+            _forget_old(folder)
         except OSError:
             folder = Path(tempfile.gettempdir())
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -147,6 +148,16 @@ class ClippedStream(io.TextIOBase):
 
     def __getattr__(self, name: str) -> Any:  # fileno, buffer ...: the stream's own
         return getattr(self.target, name)
+
+
+#: Saved outputs kept in pallaslab's cache directory; older ones are removed.
+KEEP_FILES = 50
+
+
+def _forget_old(folder: Path) -> None:
+    saved = sorted(folder.glob("kernel-output-*.txt"), key=lambda p: p.stat().st_mtime)
+    for old in saved[: max(0, len(saved) - KEEP_FILES + 1)]:
+        old.unlink(missing_ok=True)
 
 
 class _Muted(io.TextIOBase):

@@ -209,6 +209,9 @@ class Traced:
         # program").
         return _rebuild, (type(self), self._record_fields())
 
+    def __copy__(self) -> Self:
+        return dataclasses.replace(self)  # the program and what it holds, shared
+
     def __deepcopy__(self, memo: dict[int, Any]) -> Self:
         # The records are copied; the traced program (immutable JAX objects) is shared.
         fields = copy.deepcopy(self._record_fields(), memo)
