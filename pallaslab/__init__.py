@@ -52,6 +52,7 @@ if _TYPE_CHECKING:
     from pallaslab._src.core.inspection import inspect as inspect
     from pallaslab._src.core.lowering.compare import compare_lowered as compare_lowered
     from pallaslab._src.core.reference import check as check
+    from pallaslab._src.core.run_budget import set_run_budget as set_run_budget
     from pallaslab._src.course import exercise as exercise
     from pallaslab._src.course import exercises as exercises
     from pallaslab._src.records.targets import targets as targets
@@ -75,6 +76,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "clear_compile_cache": ("pallaslab._src.core.compile_cache", "clear_compile_cache"),
     "set_compile_cache_limits": ("pallaslab._src.core.compile_cache", "set_compile_cache_limits"),
     "use_persistent_cache": ("pallaslab._src.core.compile_cache", "use_persistent_cache"),
+    "set_run_budget": ("pallaslab._src.core.run_budget", "set_run_budget"),
     "settings": ("pallaslab._src.api", "settings"),
     "exercise": ("pallaslab._src.course", "exercise"),
     "exercises": ("pallaslab._src.course", "exercises"),
@@ -102,6 +104,7 @@ __all__ = [
     "measure",
     "save_tiles",
     "set_compile_cache_limits",
+    "set_run_budget",
     "settings",
     "targets",
     "tune",

@@ -16,6 +16,7 @@ from pallaslab._src.core.emulator import EmulationNotice
 from pallaslab._src.core.inspection import Inspection
 from pallaslab._src.core.lowering.compare import LoweringComparison
 from pallaslab._src.core.reproducer import Reproducer
+from pallaslab._src.core.run_budget import RunBudget, RunStoppedError
 from pallaslab._src.core.settings import Settings
 from pallaslab._src.core.sharing import RaceReport
 from pallaslab._src.geometry.accesses import AccessMap, BlockAccesses, ElementAccess, RefInfo
@@ -129,7 +130,9 @@ __all__ = [
     "RefInfo",
     "Reproducer",
     "Row",
+    "RunBudget",
     "RunResult",
+    "RunStoppedError",
     "Settings",
     "SmemAllocation",
     "SmemBudget",

@@ -121,3 +121,54 @@ def test_the_magic_takes_interpret_from_the_settings(ip, lab_dirs, monkeypatch):
     write_user(lab_dirs, '{"interpret": true}')
     ip.run_cell_magic("kernel", "--no-run", cell)
     assert seen == [False, True]
+
+
+def test_a_file_that_is_not_utf8_is_ignored_with_a_reason(lab_dirs):
+    path = settings.user_settings_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b'{"interpret": true, "note": "caf\xe9"}')  # Latin-1, not UTF-8
+    loaded = settings.load()
+    assert loaded.interpret is False  # the defaults hold
+    assert any(str(path) in p and "not UTF-8" in p for p in loaded.problems)
+
+
+def test_a_bad_settings_file_never_stops_the_extension(lab_dirs):
+    """`%load_ext pallaslab` and every %%kernel cell work; a notice names the file."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    path = settings.user_settings_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\xff\xfe{\x00b\x00a\x00d\x00")  # UTF-16, as some editors save
+    getattr(session, "_noticed", set()).clear()  # notices are once a session
+    shell = InteractiveShell.instance()
+    # As in a fresh kernel: the extension not loaded, no %%kernel magic.
+    shell.extension_manager.loaded.discard("pallaslab")
+    shell.magics_manager.magics["cell"].pop("kernel", None)
+    with capture_output() as captured, pytest.warns(settings.SettingsNotice, match=str(path)):
+        loaded = shell.extension_manager.load_extension("pallaslab")
+    with capture_output() as ran:
+        result = shell.run_cell("%%kernel --no-run\nx = 1 + 1\n")
+    assert loaded is None
+    assert result.success, result.error_in_exec
+    assert "Cell magic" not in captured.stdout + captured.stderr + ran.stdout + ran.stderr
+    assert shell.user_ns["x"] == 2
+
+
+def test_the_run_budget_follows_the_settings_until_set_in_the_session(lab_dirs, monkeypatch):
+    from pallaslab._src.core import run_budget
+
+    monkeypatch.setattr(run_budget, "_explicit", False)
+    monkeypatch.setattr(run_budget, "_budget", run_budget.RunBudget())
+    write_user(lab_dirs, '{"loopIterationBudget": 50000, "runSecondsBudget": 12.5}')
+    session.cell_settings()
+    assert run_budget.run_budget() == run_budget.RunBudget(50_000, 12.5)
+    write_user(lab_dirs, '{"loopIterationBudget": 10, "runSecondsBudget": true}')
+    loaded = settings.load()
+    assert loaded.loop_iteration_budget == 10_000_000  # below the minimum: the default
+    assert loaded.run_seconds_budget == 0  # true is no number
+    assert any("loopIterationBudget = 10 is below 1000" in p for p in loaded.problems)
+    pallaslab.set_run_budget(loop_iterations=70_000, seconds=None)
+    write_user(lab_dirs, '{"loopIterationBudget": 50000}')
+    session.cell_settings()
+    assert run_budget.run_budget().loop_iterations == 70_000  # the session's own wins

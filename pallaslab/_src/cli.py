@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import difflib
 import inspect
 import json
 import os
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pallaslab._src.base import messages, sources
+from pallaslab._src.base.argparsing import SuggestingParser
 from pallaslab._src.base.textscan import top_level
 
 _COMMENT = {"llvm": ";"}
@@ -118,9 +120,21 @@ def load_function(reference: str) -> Any:
         raise CliError(f"no such file: {file}")
     if not path.is_file():
         raise CliError(f"{file} is a directory; name a Python file in it, as in {file}/kernels.py")
+    try:
+        line, problem = sources.source_problem(path)
+    except OSError as error:
+        raise CliError(f"cannot read {file}: {error.strerror or error}") from None
+    if problem:
+        raise SourceError(f"{path}:{line}: error: {problem}")
     sys.path.insert(0, str(path.parent))  # its own imports, as `python file.py` would
     try:
         namespace = runpy.run_path(str(path), run_name="__pallaslab_cli__")
+    except SystemExit as exiting:
+        raise SourceError(
+            f"{path}:1: error: {file} called sys.exit({exiting.code!r}) while pallaslab ran "
+            f"it to find {name}; put what it does as a script under "
+            '`if __name__ == "__main__":`'
+        ) from None
     except Exception as error:
         raise SourceError(_explain(error, f"{file} could not be run")) from None
     found: Any = namespace
@@ -128,7 +142,10 @@ def load_function(reference: str) -> Any:
         try:
             found = found[part] if isinstance(found, dict) else getattr(found, part)
         except (KeyError, AttributeError):
-            raise CliError(f"{file} defines no {name!r}") from None
+            names = list(found) if isinstance(found, dict) else dir(found)
+            close = difflib.get_close_matches(part, [n for n in names if not n.startswith("__")])
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise CliError(f"{file} defines no {name!r}{hint}") from None
     if not callable(found):
         raise CliError(f"{name} in {file} is a {type(found).__name__}, not a function")
     return found
@@ -195,7 +212,7 @@ def _resources_text(resources: Any) -> str:
 
 
 def _check_target(name: str | None) -> None:
-    from pallaslab._src.records.targets import parse_target  # noqa: PLC0415
+    from pallaslab._src.records.targets import parse_target, reading_note  # noqa: PLC0415
 
     if name is None:
         return
@@ -203,6 +220,8 @@ def _check_target(name: str | None) -> None:
         parse_target(name)
     except ValueError as error:
         raise CliError(str(error)) from None
+    if note := reading_note(name):
+        print(f"pallaslab: {note}", file=sys.stderr)
 
 
 def _inspect(options: argparse.Namespace) -> tuple[Any, str | int | None]:
@@ -309,11 +328,15 @@ def _reproduce(options: argparse.Namespace) -> int:
     inspection, kernel = _inspect(options)
     try:
         written = inspection.reproducer(
-            options.output, options.save_inputs, kernel=kernel or 0, target=options.target
+            options.output,
+            options.save_inputs,
+            kernel=kernel or 0,
+            target=options.target,
+            overwrite=options.force,
         )
     except KeyError as error:
         raise CliError(error.args[0] if error.args else str(error)) from None
-    except (ValueError, RuntimeError) as error:
+    except (ValueError, RuntimeError, OSError) as error:
         raise CliError(f"no reproducer written: {messages.error_text(error)}") from None
     print(written)
     return 0
@@ -348,7 +371,7 @@ def _program_arguments(command: argparse.ArgumentParser, kernel_help: str) -> No
 
 def parser() -> argparse.ArgumentParser:
     """The command line's parser."""
-    root = argparse.ArgumentParser(
+    root = SuggestingParser(
         prog="pallaslab",
         description="Lower JAX Pallas kernels for any GPU or TPU target, on any machine.",
     )
@@ -410,6 +433,9 @@ def parser() -> argparse.ArgumentParser:
     _program_arguments(reproduce, "the kernel's name or index (default: the first)")
     reproduce.add_argument("--output", "-o", default="reproducer.py", help="the script to write")
     reproduce.add_argument("--target", "-t", help="lower for this target instead of running")
+    reproduce.add_argument(
+        "--force", "-f", action="store_true", help="replace the script and .npz if they exist"
+    )
     reproduce.add_argument(
         "--save-inputs",
         action="store_true",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -12,12 +13,13 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from pallaslab._src.base import messages, sources
+from pallaslab._src.base.argparsing import did_you_mean
 from pallaslab._src.base.textscan import top_level
 from pallaslab._src.core import diffing, session
 from pallaslab._src.core.diagnose import Diagnosis
 from pallaslab._src.core.session import MAGIC_LINE, CellError, CellOptions, execute_cell
 from pallaslab._src.records import hardware
-from pallaslab._src.records.targets import implied_chip, parse_target
+from pallaslab._src.records.targets import implied_chip, parse_target, reading_note
 from pallaslab._src.views.header import Problem
 from pallaslab._src.views.inspector import Inspector
 
@@ -34,6 +36,18 @@ def magic_line_error(message: str) -> UsageError:
     would get a traceback).
     """
     return UsageError(f"Cell line {MAGIC_LINE}: {messages.clip(message, max_lines=4)}")
+
+
+class KernelInterrupted(KeyboardInterrupt):
+    """A `%%kernel` cell interrupted (Jupyter's stop button); shown as one line."""
+
+    def __init__(self, kept: str = "") -> None:
+        super().__init__(f"interrupted; results so far kept{kept}")
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this line instead of the 50-odd frames of pallaslab and JAX
+        # the interrupt passed through.
+        return [f"\x1b[0;31mKeyboardInterrupt\x1b[0m: {self.args[0]}"]
 
 
 class KernelCellError(Exception):
@@ -117,6 +131,12 @@ class KernelMagics(Magics):
         "result, or with --target its lowering.",
     )
     @argument(
+        "--force",
+        action="store_true",
+        help="With --reproducer: replace the script and its .npz where they exist (else "
+        "nothing is replaced).",
+    )
+    @argument(
         "--target",
         metavar="T",
         help="Lower the (first) kernel for this target, e.g. ptx:sm_90 or mosaic-tpu:v5e, "
@@ -158,8 +178,12 @@ class KernelMagics(Magics):
         """
         try:
             self._run_cell(line, cell)
-        except (KernelCellError, UsageError, KeyboardInterrupt):
+        except (KernelCellError, UsageError, KernelInterrupted):
             raise
+        except KeyboardInterrupt:
+            if "--traceback" in line.split():
+                raise
+            raise KernelInterrupted() from None
         except Exception as error:
             if "--traceback" in line.split():
                 raise
@@ -204,6 +228,14 @@ class KernelMagics(Magics):
         )
         diagnosis = outcome.diagnosis
         inspection = outcome.inspection
+        if outcome.interrupted:
+            if options.traceback:
+                raise KeyboardInterrupt
+            kept = ""
+            if inspection is not None:
+                shell.user_ns[options.name] = inspection
+                kept = f" ({options.name}: the traced kernels, not run)"
+            raise KernelInterrupted(kept)
         if inspection is not None:
             shell.user_ns[options.name] = inspection
             if options.target and (inspection.kernels or diagnosis is None):
@@ -227,7 +259,7 @@ class KernelMagics(Magics):
             display(outcome.last_value)
         if options.reproducer and inspection is not None and inspection.kernels:
             written, failed = session.write_reproducer(
-                inspection, options.reproducer, options.target
+                inspection, options.reproducer, options.target, overwrite=options.force
             )
             if failed is None:
                 print(written)
@@ -280,7 +312,8 @@ class KernelMagics(Magics):
         try:
             options = parse_argstring(self.kernel, rest)
         except UsageError as error:
-            raise magic_line_error(str(error)) from None
+            known = re.findall(r"\[(--[a-z-]+)", self.kernel.__doc__ or "")
+            raise magic_line_error(f"{error}{did_you_mean(str(error), known)}") from None
         except ValueError as error:  # shlex: "No closing quotation"
             raise magic_line_error(
                 f"the magic line could not be read: {messages.error_text(error)} "
@@ -299,9 +332,12 @@ class KernelMagics(Magics):
         options.target = unquote(options.target)
         if options.target:
             try:
+                note = reading_note(options.target)
                 target = parse_target(options.target)
             except ValueError as error:
                 raise magic_line_error(f"--target: {messages.error_text(error)}") from None
+            if note:
+                print(f"pallaslab: {note}", file=sys.stderr)
             options.target = target.name
             # The chip a target compiles for is the one to trace for, unless --chip says.
             options.chip = unquote(options.chip) or implied_chip(target) or None
@@ -314,6 +350,11 @@ class KernelMagics(Magics):
             raise UsageError(
                 "--reproducer rebuilds the call on the magic line; name one, as in "
                 "%%kernel matmul(a, b) --reproducer bug.py"
+            )
+        if options.no_run and (options.bench or options.tune):
+            flag = "--bench" if options.bench else "--tune"
+            raise magic_line_error(
+                f"--no-run traces only, and {flag} runs the call: drop one of the two"
             )
         if options.bench and call is None:
             raise magic_line_error(
@@ -391,6 +432,12 @@ def _problem(diagnosis: Diagnosis) -> Problem:
 
 
 def load(shell: Any) -> None:
-    """Registers the magic; kernels run on CPU in pallaslab's emulator."""
-    session.cell_settings()
+    """Registers the magic; kernels run on CPU in pallaslab's emulator.
+
+    The magic is registered first: nothing the settings hold can stop it.
+    """
     shell.register_magics(KernelMagics)
+    try:
+        session.cell_settings()
+    except Exception as error:  # every cell reads the settings again, and says why
+        print(f"pallaslab: settings not applied: {messages.one_line(error)}", file=sys.stderr)

@@ -14,10 +14,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import io
 import linecache
 import re
 import sys
 import sysconfig
+import tokenize
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -312,3 +314,30 @@ def _call_spans(text: str) -> tuple[tuple[str, CallSpan], ...]:
         )
         spans.append((callee, CallSpan(node.lineno, node.end_lineno, keywords)))
     return tuple(spans)
+
+
+def source_problem(path: Path) -> tuple[int, str]:
+    """Why the file is no Python source Python could read, and the line ((0, "") if it is).
+
+    A binary file (NUL bytes), or text not in its declared encoding (UTF-8 unless a
+    `# -*- coding: ... -*-` line says otherwise): said with the line and byte.
+    """
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        return 1, f"{path.name} is a binary file, not Python source"
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        if "invalid or missing encoding" not in str(error):  # an unknown coding line
+            return 1, f"{path.name} declares an encoding Python cannot use ({error})"
+        encoding = "utf-8"  # its first lines are not UTF-8: the check below says where
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        return line, (
+            f"{path.name} is not {encoding.upper()} text: byte {data[error.start]:#04x} on "
+            f"line {line} cannot be read (save it as UTF-8, or declare its encoding on its "
+            "first line: # -*- coding: latin-1 -*-)"
+        )
+    return 0, ""

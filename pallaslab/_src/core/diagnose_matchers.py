@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 import jax
 
 from pallaslab._src.base import messages
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import jax_adapter, memory, run_budget
 from pallaslab._src.core.diagnose_lines import (
     pallas_call_line_of,
     probably_user_file,
@@ -209,6 +209,28 @@ def _grid_too_large(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
         f"{_text(error)}.",
         "Inspect it without running (--no-run): the Kernels and Tiles tabs work on "
         "grids of any size. To run it on CPU, try a smaller problem first.",
+    )
+
+
+def _step_memory(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
+    if not isinstance(error, memory.StepMemoryError):
+        return None
+    return Diagnosis(
+        "memory",
+        _text(error),
+        "Try smaller inputs, or leave out --ref (the reference's outputs and the "
+        "comparison's masks take memory of their own).",
+    )
+
+
+def _run_stopped(error: BaseException, _: Iterable[str]) -> Diagnosis | None:
+    if not isinstance(error, run_budget.RunStoppedError):
+        return None
+    return Diagnosis(
+        "run-budget",
+        f"{_text(error)}",
+        run_budget.hint(error),
+        location=error.location,
     )
 
 
@@ -433,6 +455,8 @@ MATCHERS: tuple[Matcher, ...] = (
     _undefined_name,
     _traced_branch,
     _grid_too_large,
+    _run_stopped,
+    _step_memory,
     _block_spec_order,
     _kernel_not_callable,
     _index_map_type,

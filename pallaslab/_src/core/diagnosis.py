@@ -37,6 +37,8 @@ KIND_TITLES = {
     "store-shape": "a store of the wrong shape",
     "grid": "a grid that cannot run",
     "grid-too-large": "a grid too large to run",
+    "run-budget": "a kernel stopped by the run budget",
+    "memory": "a step after the run short of memory",
     "block-out-of-bounds": "a block outside its array",
     "callback-error": "a failed callback",
     "out-of-bounds": "an access outside its buffer",

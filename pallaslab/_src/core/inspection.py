@@ -413,6 +413,7 @@ class Inspection(Traced):
         *,
         kernel: int | str = 0,
         target: str | None = None,
+        overwrite: bool = False,
     ) -> Reproducer:
         """Writes a standalone script that rebuilds one kernel call and reproduces it.
 
@@ -429,6 +430,8 @@ class Inspection(Traced):
             kernel: The kernel's name or index (default: the first).
             target: Lower for this target instead of running (e.g. "triton",
                 "mosaic-tpu:v5e"): the script prints the IR, or the error.
+            overwrite: Replace files already there; without it, a script or `.npz`
+                that exists is never replaced (a `ValueError` says which).
 
         Returns:
             What was written, and what could not be (`.problems`).
@@ -439,7 +442,9 @@ class Inspection(Traced):
         """
         from pallaslab._src.core.reproducer import write_reproducer  # noqa: PLC0415
 
-        return write_reproducer(self, path, kernel=kernel, save_inputs=save_inputs, target=target)
+        return write_reproducer(
+            self, path, kernel=kernel, save_inputs=save_inputs, target=target, overwrite=overwrite
+        )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
         return display.mimebundle("inspection", self, **kwargs)

@@ -57,12 +57,12 @@ def example_inputs(program: Program) -> list[Any] | None:
     """The program's example arguments as a run takes them, or None when too large."""
     size = sum(
         math.prod(np.shape(a)) * np.dtype(a.dtype).itemsize
-        for a in program.example_args
+        for a in program.examples()
         if hasattr(a, "dtype")
     )
     if size > MAX_INPUT_BYTES:
         return None
-    return example_arrays(program.example_args)
+    return example_arrays(program.examples())
 
 
 def kernel_inputs(

@@ -11,7 +11,9 @@ function of `core/programs.py`.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
@@ -31,7 +33,9 @@ class Program:
             cell ran, where no single program was traced.
         args: The traced leaves' shapes and dtypes.
         outputs: The results' shapes and dtypes.
-        example_args: The example leaves (arrays or ShapeDtypeStructs).
+        example_args: The example leaves (arrays or ShapeDtypeStructs); an array of
+            `WEAK_BYTES` or more is a ShapeDtypeStruct here, the array itself held
+            weakly in `weak_args` (read them with `examples()`).
         sites: The kernels as bound in the program.
         jitted: `jax.jit(flat_fn)`, made once so reruns hit JAX's compile cache.
         split: Takes (args, kwargs) laid out as for the traced callable and returns
@@ -46,6 +50,10 @@ class Program:
         chip: The chips its kernels' device queries answered for while it was traced
             (runs and lowerings answer the same).
         notices: What JAX said of the code while it traced (deprecations), a line each.
+        weak_args: Per example leaf, a weak reference to the array it stands for
+            (None where `example_args` holds the leaf itself). The records made of
+            the program (`Traced`) hold those arrays; a view's copy of the records does
+            not, so a displayed inspector keeps no large array alive.
     """
 
     name: str
@@ -63,6 +71,25 @@ class Program:
     pins: snapshot.Pins | None = None
     chip: chips.ChipChoice = dataclasses.field(default_factory=chips.ChipChoice)
     notices: tuple[str, ...] = ()
+    weak_args: tuple[weakref.ref[Any] | None, ...] = ()
+
+    def examples(self) -> list[Any]:
+        """The example leaves: arrays where still alive, else their shapes and dtypes.
+
+        An array gone (its records and the user's names dropped it) reads as a
+        ShapeDtypeStruct, which runs and checks fill with seeded data, as for shapes.
+        """
+        if not self.weak_args:
+            return list(self.example_args)
+        found = []
+        for leaf, ref in zip(self.example_args, self.weak_args, strict=True):
+            alive = ref() if ref is not None else None
+            found.append(leaf if alive is None else alive)
+        return found
+
+    def strong_examples(self) -> tuple[Any, ...]:
+        """The weakly held example arrays still alive (for records to hold them)."""
+        return tuple(a for ref in self.weak_args if ref is not None and (a := ref()) is not None)
 
     def dynamic_leaves(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
         """The traced leaves of a new set of arguments."""
@@ -74,7 +101,32 @@ class Program:
         """The traced leaves of `args`/`kwargs`; the examples when both are empty."""
         if args or kwargs:
             return self.dynamic_leaves(args, dict(kwargs or {}))
-        return list(self.example_args)
+        return self.examples()
+
+
+#: Example arrays this large or larger are held weakly by the program (see `Program`).
+WEAK_BYTES = 1 << 20
+
+
+def held_weakly(
+    leaves: Sequence[Any],
+) -> tuple[tuple[Any, ...], tuple[weakref.ref[Any] | None, ...]]:
+    """`Program.example_args` and `Program.weak_args` for these example leaves."""
+    import jax  # noqa: PLC0415 - keeps this module's import light for views' tests
+
+    placeholders: list[Any] = []
+    refs: list[weakref.ref[Any] | None] = []
+    for leaf in leaves:
+        size = getattr(leaf, "nbytes", 0)
+        try:
+            ref = weakref.ref(leaf) if isinstance(size, int) and size >= WEAK_BYTES else None
+        except TypeError:  # not weakly referable: held as it is
+            ref = None
+        refs.append(ref)
+        placeholders.append(leaf if ref is None else jax.ShapeDtypeStruct(leaf.shape, leaf.dtype))
+    if all(ref is None for ref in refs):
+        return tuple(leaves), ()
+    return tuple(placeholders), tuple(refs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +169,8 @@ class Traced:
     chip_note: str = ""
     not_run: str = ""
     _program: Program | None = dataclasses.field(default=None, compare=False, repr=False)
+    # The program's weakly held example arrays, held here (`for_view` lets go of them).
+    _held: tuple[Any, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
     @classmethod
     def from_program(cls, program: Program, notices: tuple[str, ...] = ()) -> Self:
@@ -149,6 +203,7 @@ class Traced:
             chip=chip,
             chip_note=chip_note,
             _program=program,
+            _held=program.strong_examples(),
         )
 
     def source_lines(self, file: str) -> list[str]:
@@ -173,6 +228,44 @@ class Traced:
     def with_result(self, result: RunResult) -> Self:
         """This inspection with a run attached."""
         return dataclasses.replace(self, result=result)
+
+    def for_view(self) -> Self:
+        """These records as a view keeps them: no large array held.
+
+        The run's output and reference arrays are left out (views show their
+        summaries), and the example arguments are held only weakly: while this
+        inspection (or the user's own names) holds them, the view's operations use
+        them; after, they use seeded data of the same shapes.
+        """
+        result = self.result
+        if result is not None and (result.values or result.expected):
+            result = dataclasses.replace(result, values=(), expected=())
+        return dataclasses.replace(self, result=result, _held=())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The records pickle; the traced program (JAX objects, the user's functions)
+        # does not: an unpickled inspection says what needs it ("built without a
+        # program").
+        return _rebuild, (type(self), self._record_fields())
+
+    def __copy__(self) -> Self:
+        return dataclasses.replace(self)  # the program and what it holds, shared
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        # The records are copied; the traced program (immutable JAX objects) is shared.
+        fields = copy.deepcopy(self._record_fields(), memo)
+        return type(self)(**fields, _program=self._program, _held=self._held)
+
+    def _record_fields(self) -> dict[str, Any]:
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("_program", "_held")
+        }
+
+
+def _rebuild(cls: type[Traced], fields: dict[str, Any]) -> Traced:
+    return cls(**fields)
 
 
 def text_files(

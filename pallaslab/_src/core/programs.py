@@ -37,8 +37,8 @@ def example_call(traced: Traced) -> tuple[Callable[..., Any], tuple[Any, ...], d
     assert program.flat_fn is not None
     assert program.rebuild is not None
     if program.fn is None:  # built by hand: the callable over the traced leaves
-        return program.flat_fn, tuple(program.example_args), {}
-    args, kwargs = program.rebuild(list(program.example_args))
+        return program.flat_fn, tuple(program.examples()), {}
+    args, kwargs = program.rebuild(program.examples())
     if program.pins is not None:  # traced again, as inspected: its globals pinned
         return snapshot.pinned_function(program.fn, program.pins), args, kwargs
     return program.fn, args, kwargs

@@ -97,7 +97,7 @@ def check_traced(
     base_args, base_kwargs = (
         (tuple(args), dict(kwargs or {}))
         if args or kwargs or options.get("make_args") is not None
-        else program.rebuild(list(program.example_args))
+        else program.rebuild(program.examples())
     )
     points = _input_points(ref, base_args, base_kwargs, options)
     flat_fn, split, rebuild = program.flat_fn, program.split, program.rebuild

@@ -34,7 +34,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core import chips, compile_cache, jax_adapter, running
+from pallaslab._src.base import words
+from pallaslab._src.core import chips, compile_cache, jax_adapter, reproducer_files, running
 from pallaslab._src.core.jax_adapter import capture
 from pallaslab._src.core.jax_adapter.lowering import TPU_DEVICE_KINDS
 from pallaslab._src.core.prefetch import kernel_inputs
@@ -64,16 +65,33 @@ class Reproducer:
     target: str | None
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    replaced: tuple[Path, ...] = ()
 
     def __str__(self) -> str:
-        saved = f" and {self.inputs.name}" if self.inputs else ""
+        written = [f"{self.script} (the script, {_size(self.script)})"]
+        if self.inputs is not None:
+            written.append(
+                f"{self.inputs} (the operands and pallaslab's outputs, {_size(self.inputs)})"
+            )
+        replaced = (
+            f" It replaced the earlier {words.and_list([p.name for p in self.replaced])}."
+            if self.replaced
+            else ""
+        )
         lines = [
-            f"Wrote {self.script}{saved}; run it with python {self.script.name} (it needs jax "
-            "and numpy only)."
+            f"Wrote {words.and_list(written)}; run it with python {self.script.name} (it "
+            f"needs jax and numpy only).{replaced}"
         ]
         lines += [f"Note: {note}" for note in self.notes]
         lines += [f"Not written: {problem}" for problem in self.problems]
         return "\n".join(lines)
+
+
+def _size(path: Path) -> str:
+    try:
+        return words.nbytes(path.stat().st_size)
+    except OSError:
+        return "size unknown"
 
 
 def checksum(value: Any) -> str:
@@ -89,6 +107,7 @@ def write_reproducer(
     kernel: int | str = 0,
     save_inputs: bool = False,
     target: str | None = None,
+    overwrite: bool = False,
 ) -> Reproducer:
     """Writes a standalone script reproducing one kernel call of `inspection`.
 
@@ -101,11 +120,14 @@ def write_reproducer(
             operands the way pallaslab does.
         target: Lower for this target (e.g. "triton", "mosaic-tpu:v5e") and print the
             IR or the error, instead of running.
+        overwrite: Replace the script (and the `.npz`) where they exist already.
 
     Raises:
         ValueError: When there is no traced call, or the kernel is not a
-            `pallas_call` the script can rebuild (says why).
+            `pallas_call` the script can rebuild, or the files cannot go where they
+            were asked to (`ReproducerPathError`; says why). Nothing is then written.
     """
+    dest = reproducer_files.destination(path, save_inputs=save_inputs, overwrite=overwrite)
     program = require_program(inspection, "write a reproducer")
     if program.flat_fn is None:
         raise ValueError(
@@ -124,7 +146,7 @@ def write_reproducer(
     if any(not isinstance(d, int | np.integer) for d in record.grid):
         raise ValueError(f"{record.name} has a grid known only at run time; not written")
     parsed = parse_target(target) if target else None
-    leaves = example_arrays(program.example_args)
+    leaves = example_arrays(program.examples())
     # Some kernels ask which TPU they are on while being traced (`emit_pipeline`); off
     # a TPU they are traced for pallaslab's chosen chip, and the script answers the same.
     asks_for_a_tpu = False
@@ -165,8 +187,7 @@ def write_reproducer(
     operands = [np.asarray(o) for o in operands]
     expected, expected_error = _expected_outputs(site, operands)
 
-    script_path = Path(path)
-    npz_path = script_path.with_suffix(".npz") if save_inputs else None
+    script_path, npz_path = dest.script, dest.inputs
     writer = ScriptWriter(
         record=record,
         site=site,
@@ -186,12 +207,14 @@ def write_reproducer(
             npz=npz_path,
             notes=notes,
         )
-    script_path.parent.mkdir(parents=True, exist_ok=True)
-    script_path.write_text(text, encoding="utf-8")
-    if npz_path is not None:
-        arrays = {f"input_{k}": _storable(a) for k, a in enumerate(operands)}
-        arrays.update({f"expected_{k}": _storable(a) for k, a in enumerate(expected)})
-        np.savez(npz_path, **arrays)  # type: ignore[arg-type]
+    arrays = {f"input_{k}": _storable(a) for k, a in enumerate(operands)}
+    arrays.update({f"expected_{k}": _storable(a) for k, a in enumerate(expected)})
+    reproducer_files.check_space(dest, sum(a.nbytes for a in arrays.values()))
+
+    def save(where: Path) -> None:
+        np.savez(where, **arrays)  # type: ignore[arg-type]
+
+    reproducer_files.write_together(dest, text, save if npz_path is not None else None)
     return Reproducer(
         script=script_path,
         inputs=npz_path,
@@ -199,6 +222,7 @@ def write_reproducer(
         target=parsed.name if parsed else None,
         problems=tuple(writer.script.problems),
         notes=tuple(notes),
+        replaced=dest.replaced,
     )
 
 

@@ -294,7 +294,7 @@ class ScriptWriter:
             else "Operands: seeded random, made as pallaslab makes them."
         )
         lines = [
-            f'"""Reproducer of the Pallas kernel `{record.name}`{where}.',
+            f"Reproducer of the Pallas kernel `{record.name}`{where}.",
             "",
             f"Written by pallaslab {version.__version__} with jax {jax.__version__} on "
             f"{jax.default_backend()}, {datetime.date.today().isoformat()}.",
@@ -310,7 +310,7 @@ class ScriptWriter:
         lines += [f"Note: {note}." for note in notes]
         lines += [f"NOT WRITTEN: {problem}." for problem in self.script.problems]
         body = "\n".join(textwrap.fill(line, 88) if line else "" for line in lines)
-        return body + '\n"""'
+        return '"""' + _docstring_text(body) + '\n"""'
 
     def _lowering_seen(self) -> str:
         """What pallaslab saw lowering for the target, when it did."""
@@ -345,3 +345,12 @@ def _pretty(value: Any) -> str:
     if isinstance(value, list) and value:
         return "[\n" + "".join(f"    {item!r},\n" for item in value) + "]"
     return repr(value)
+
+
+def _docstring_text(text: str) -> str:
+    """Text as it may stand inside a triple-quoted docstring.
+
+    Names and messages from the user's code (a kernel whose name holds three quotes
+    and a statement) stay text, never code: backslashes and triple quotes escaped.
+    """
+    return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')

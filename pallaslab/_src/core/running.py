@@ -12,7 +12,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.base import messages
+from pallaslab._src.base import kernel_output, messages
 from pallaslab._src.core import (
     checking,
     chips,
@@ -20,6 +20,8 @@ from pallaslab._src.core import (
     emulator,
     gpu_interpreting,
     jax_adapter,
+    memory,
+    run_budget,
     sharing,
     tracing,
 )
@@ -69,7 +71,7 @@ def run(
     assert program.flat_fn is not None
     assert program.rebuild is not None
     kwargs = dict(kwargs or {})
-    given = program.dynamic_leaves(args, kwargs) if args or kwargs else list(program.example_args)
+    given = program.dynamic_leaves(args, kwargs) if args or kwargs else program.examples()
     # Arguments given as shapes (jax.ShapeDtypeStruct) run on seeded random data.
     seeded = tuple(
         spec.path
@@ -83,7 +85,11 @@ def run(
     mosaic_gpu = gpu_interpreting.runs_mosaic_gpu(program.sites)
     started = time.perf_counter()
     stopped = None
-    with gpu_interpreting.capture(mosaic_gpu) as reported:
+    with (
+        kernel_output.clipped(),
+        run_budget.watched(),
+        gpu_interpreting.capture(mosaic_gpu) as reported,
+    ):
         try:
             outputs, run_sites = _execute(program, leaves, interpret)
         except Exception as error:
@@ -93,31 +99,45 @@ def run(
             # The interpreter stopped an out-of-bounds read: run again with such reads
             # giving NaN, so the run has outputs and the read is a finding.
             outputs, run_sites = _execute(program, leaves, interpret, "uninitialized")
+        jax.effects_barrier()  # its prints are out
     seconds = time.perf_counter() - started
     plans = _with_interpreted(plans, run_sites, interpret)
     flat_outputs = [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)]
+    out_bytes = sum(o.nbytes for o in flat_outputs)
+    ran = f"The kernel ran ({seconds:.2f} s on {backend})"
     comparison = None
     expected: tuple[np.ndarray, ...] = ()
     if ref is not None:
-        if callable(ref):
-            call_args, call_kwargs = program.rebuild(leaves)
-            ref = ref(*call_args, **call_kwargs)
-        comparison = compare_located(traced, flat_outputs, ref, leaves=given)
-        expected = tuple(np.asarray(r) for r in jax.tree_util.tree_leaves(ref))
+        # The reference's outputs, then two masks a byte an element (`mismatch`).
+        need = out_bytes + 2 * sum(o.size for o in flat_outputs)
+        with memory.step("comparing its outputs with the reference", ran, need):
+            if callable(ref):
+                call_args, call_kwargs = program.rebuild(leaves)
+                ref = call_reference(ref, call_args, call_kwargs)
+            comparison = compare_located(traced, flat_outputs, ref, leaves=given)
+            expected = tuple(np.asarray(r) for r in jax.tree_util.tree_leaves(ref))
     notices = [plan.describe() for plan in plans]
     findings = _Findings()
     if emulating and plans and (check or (check is None and all(p.emulated for p in plans))):
-        findings = _check(program, leaves, plans)
+        # Each check runs the kernels again: their outputs twice over, at least.
+        if missing := memory.shortfall(2 * out_bytes):
+            findings.notices.append(
+                f"Not checked for leaks, out-of-bounds slices and races: {missing}."
+            )
+        else:
+            findings = _checked(program, leaves, plans, ran)
     kernels = traced.kernels
     if stopped is not None:
         findings.out_of_bounds.append(gpu_interpreting.out_of_bounds(stopped, kernels))
+    with memory.step("summarising its outputs", ran):
+        summaries = tuple(
+            summarize(spec.path, value)
+            for spec, value in zip(program.outputs, flat_outputs, strict=True)
+        )
     return RunResult(
         backend=backend,
         mode=run_mode(backend, interpret, bool(program.sites), plans),
-        outputs=tuple(
-            summarize(spec.path, value)
-            for spec, value in zip(program.outputs, flat_outputs, strict=True)
-        ),
+        outputs=summaries,
         seconds=seconds,
         comparison=comparison,
         values=tuple(flat_outputs),
@@ -164,6 +184,34 @@ def _with_interpreted(
         emulator.plan_for_site(site) if jax_adapter.gpu_interpreted(site) else plan
         for plan, site in zip(plans, run_sites, strict=True)
     ]
+
+
+def call_reference(ref: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """The reference's outputs, computed under `jax.jit` where it can be.
+
+    Fused, it makes no temporaries the size of the outputs; a reference that cannot
+    be traced (NumPy code, Python branches on values) is called as it is.
+    """
+    try:
+        return jax.block_until_ready(jax.jit(ref)(*args, **kwargs))
+    except Exception:  # not traceable: as written (its own error, if it fails)
+        return ref(*args, **kwargs)
+
+
+def _checked(
+    program: Program, leaves: Sequence[Any], plans: list[emulator.Plan], ran: str
+) -> _Findings:
+    """The checks after a run, silent (what they print, the run printed), bounded."""
+    with kernel_output.muted():
+        try:
+            with run_budget.watched(), memory.step("checking it", ran):
+                found = _check(program, leaves, plans)
+                jax.effects_barrier()
+        except run_budget.RunStoppedError as error:
+            found = _Findings(notices=[f"The checks after the run stopped: {error}"])
+        except memory.StepMemoryError as error:
+            found = _Findings(notices=[f"Not checked: {error}"])
+    return found
 
 
 def forced_interpret(on: bool) -> contextlib.AbstractContextManager[None]:
@@ -304,20 +352,44 @@ def _check(program: Program, leaves: Sequence[Any], plans: list[emulator.Plan]) 
     return found
 
 
+#: Elements of an output summarised at once (its float64 copy is this size, not the
+#: output's).
+SUMMARY_CHUNK = 1 << 20
+
+
 def summarize(path: str, value: np.ndarray) -> OutputSummary:
-    """Shape, dtype, a preview and NaN/Inf counts of one output."""
+    """Shape, dtype, a preview and NaN/Inf counts of one output.
+
+    Computed `SUMMARY_CHUNK` elements at a time: a summary of a 1 GiB output needs a
+    few MiB, not a float64 copy of it.
+    """
     dtype = str(value.dtype)
     flat = value.reshape(-1)
-    numeric = flat.astype(np.float64) if value.dtype.kind in "fc" or dtype == "bfloat16" else None
-    finite = numeric[np.isfinite(numeric)] if numeric is not None else flat
+    floating = value.dtype.kind in "fc" or dtype == "bfloat16"
+    nan_count = inf_count = 0
+    low: float | None = None
+    high: float | None = None
+    for start in range(0, flat.size, SUMMARY_CHUNK):
+        piece = flat[start : start + SUMMARY_CHUNK]
+        if floating:
+            numeric = np.real(piece).astype(np.float64)  # a complex output: its real part
+            finite = numeric[np.isfinite(numeric)]
+            nan_count += int(np.isnan(numeric).sum())
+            inf_count += int(np.isinf(numeric).sum())
+        else:
+            finite = piece
+        if finite.size and value.dtype.kind != "b":
+            piece_low, piece_high = float(finite.min()), float(finite.max())
+            low = piece_low if low is None else min(low, piece_low)
+            high = piece_high if high is None else max(high, piece_high)
     return OutputSummary(
         path=path,
         shape=tuple(value.shape),
         dtype=dtype,
         preview=np.array2string(flat[:6], precision=4, separator=", ", threshold=6)
         + (" ..." if flat.size > 6 else ""),
-        nan_count=int(np.isnan(numeric).sum()) if numeric is not None else 0,
-        inf_count=int(np.isinf(numeric).sum()) if numeric is not None else 0,
-        min=float(finite.min()) if finite.size and value.dtype.kind != "b" else None,
-        max=float(finite.max()) if finite.size and value.dtype.kind != "b" else None,
+        nan_count=nan_count,
+        inf_count=inf_count,
+        min=low,
+        max=high,
     )

@@ -15,12 +15,13 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pallaslab._src.base import messages
+from pallaslab._src.base import kernel_output, messages
 from pallaslab._src.core import (
     chips,
     compile_cache,
     gpu_interpreting,
     jax_adapter,
+    run_budget,
     running,
     settings,
     tracing,
@@ -89,29 +90,49 @@ class CellOutcome:
         error: The original exception behind `diagnosis` (None for problems
             pallaslab found itself, like a block outside its array).
         last_value: The value of the cell's last expression (None when it has none).
+        interrupted: Whether an interrupt (KeyboardInterrupt) stopped the cell; what
+            it had done so far (names defined, the inspection traced) is kept.
     """
 
     inspection: Inspection | None = None
     diagnosis: Diagnosis | None = None
     error: BaseException | None = None
     last_value: Any = None
+    interrupted: bool = False
 
 
 def cell_settings() -> settings.Settings:
     """The user's settings, applied before a cell (or the extension) runs anything.
 
     Kernels on a CPU run in pallaslab's emulator (its CPU lowering rule), and the
-    "Persistent compile cache" setting is followed; a cache directory that cannot be
-    used is a warning, never a failure.
+    "Persistent compile cache" and run budget settings are followed. A settings file
+    that cannot be read, a setting that is ignored, or a cache directory that cannot
+    be used is a warning (once a session each), never a failure: the defaults hold.
     """
     jax_adapter.install_cpu_interpret()
-    user = settings.load()
+    try:
+        user = settings.load()
+    except Exception as error:  # a bad settings file never stops a kernel cell
+        _notice_once(f"pallaslab's settings could not be read ({messages.one_line(error)})")
+        user = settings.Settings()
+    for ignored in user.problems:
+        _notice_once(f"pallaslab setting ignored: {ignored}")
     problem = compile_cache.follow_setting(
         user.persistent_compile_cache, user.persistent_compile_cache_dir
     )
     if problem:
         warnings.warn(problem, stacklevel=2)
+    run_budget.follow_setting(user.loop_iteration_budget, user.run_seconds_budget or None)
     return user
+
+
+_noticed: set[str] = set()
+
+
+def _notice_once(text: str) -> None:
+    if text not in _noticed:
+        _noticed.add(text)
+        warnings.warn(text, settings.SettingsNotice, stacklevel=3)
 
 
 def evaluate_reference(expression: str | None, namespace: Mapping[str, Any]) -> Any:
@@ -137,7 +158,7 @@ def evaluate_reference(expression: str | None, namespace: Mapping[str, Any]) -> 
 
 
 def write_reproducer(
-    inspection: Inspection, path: str, target: str | None = None
+    inspection: Inspection, path: str, target: str | None = None, overwrite: bool = False
 ) -> tuple[str, Diagnosis | None]:
     """`--reproducer PATH`: the script, with the cell's operands saved beside it.
 
@@ -145,7 +166,7 @@ def write_reproducer(
         What was written, in words, and None; or "" and why nothing was written.
     """
     try:
-        written = inspection.reproducer(path, save_inputs=True, target=target)
+        written = inspection.reproducer(path, save_inputs=True, target=target, overwrite=overwrite)
     except (ValueError, RuntimeError, OSError) as error:
         return "", Diagnosis("reproducer", f"No reproducer written: {error}")
     return str(written), None
@@ -182,15 +203,19 @@ def execute_cell(
     choice = chips.choice_for(options.chip)
     try:
         with (
+            run_budget.interruptible(),
+            kernel_output.clipped(),
             _interpret_scope(options.interpret, choice) as watch,
             jax_adapter.quiet_failed_callbacks(),
         ):
             statements, last_expr = compile_body(body, filename, fail)
             with jax_adapter.recording_kernels() as recorded:
                 try:
-                    exec(statements, namespace)
-                    if last_expr is not None:
-                        last_value = eval(last_expr, namespace)
+                    # The kernels the cell runs itself run under the budget too.
+                    with run_budget.watched():
+                        exec(statements, namespace)
+                        if last_expr is not None:
+                            last_value = eval(last_expr, namespace)
                 except Exception as error:
                     raise _asked_for_a_gpu(fail(error), watch.asked) from None
             if options.call is None:
@@ -244,6 +269,10 @@ def execute_cell(
             error=failed.error,
             last_value=last_value,
         )
+    except KeyboardInterrupt:
+        # The run's loops were stopped and XLA drained (`run_budget.watched`): what the
+        # cell defined and traced so far stays.
+        return CellOutcome(inspection=inspection, last_value=last_value, interrupted=True)
     return CellOutcome(inspection=inspection, last_value=last_value)
 
 

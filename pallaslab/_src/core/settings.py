@@ -23,6 +23,11 @@ import json5
 
 from pallaslab._src.records import hardware
 
+
+class SettingsNotice(UserWarning):
+    """A settings file or a setting that was ignored (the defaults hold); says why."""
+
+
 #: The lab extension's plugin whose schema declares these settings.
 PLUGIN_ID = "pallaslab:plugin"
 
@@ -60,6 +65,9 @@ class Settings:
             again (`pallaslab.use_persistent_cache`).
         persistent_compile_cache_dir: Its directory ("" for pallaslab's cache
             directory's `xla/`).
+        loop_iteration_budget: Iterations each `while` loop of an emulated or
+            interpreted kernel may run per program (`pallaslab.set_run_budget`).
+        run_seconds_budget: Wall-clock seconds such a run may take (0: no limit).
         files: The settings files that were read, lowest precedence first.
         problems: Settings that were ignored, and why.
     """
@@ -69,6 +77,8 @@ class Settings:
     interpret: bool = False
     persistent_compile_cache: bool = False
     persistent_compile_cache_dir: str = ""
+    loop_iteration_budget: int = 10_000_000
+    run_seconds_budget: float = 0
     files: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
 
@@ -80,7 +90,11 @@ _FIELDS: dict[str, tuple[str, tuple[str, ...] | type]] = {
     "interpret": ("interpret", bool),
     "persistentCompileCache": ("persistent_compile_cache", bool),
     "persistentCompileCacheDir": ("persistent_compile_cache_dir", str),
+    "loopIterationBudget": ("loop_iteration_budget", int),
+    "runSecondsBudget": ("run_seconds_budget", float),
 }
+# Numeric settings' smallest values (the schema's "minimum").
+_MINIMUM = {"loopIterationBudget": 1000, "runSecondsBudget": 0}
 
 
 def user_settings_dir() -> Path:
@@ -140,8 +154,10 @@ def load(user_file: Path | None = None, overrides: list[Path] | None = None) -> 
             problems.append(f"unknown setting {key!r}; ignored")
             continue
         field, allowed = _FIELDS[key]
-        ok = isinstance(value, allowed) if isinstance(allowed, type) else value in allowed
-        if not ok:
+        if key in _MINIMUM and _fits(value, allowed) and value < _MINIMUM[key]:
+            problems.append(f"{key} = {value!r} is below {_MINIMUM[key]}; the default holds")
+            continue
+        if not _fits(value, allowed):
             expected = allowed.__name__ if isinstance(allowed, type) else ", ".join(allowed)
             problems.append(f"{key} = {value!r} is not one of: {expected}; the default holds")
             continue
@@ -149,10 +165,27 @@ def load(user_file: Path | None = None, overrides: list[Path] | None = None) -> 
     return Settings(**fields, files=tuple(read), problems=tuple(problems))
 
 
+def _fits(value: Any, allowed: tuple[str, ...] | type) -> bool:
+    """Whether a setting's value is one of those allowed, or of the allowed type."""
+    if not isinstance(allowed, type):
+        return value in allowed
+    if isinstance(value, bool) and allowed is not bool:  # JSON's true is no number
+        return False
+    if allowed is float:
+        return isinstance(value, int | float)
+    return isinstance(value, allowed)
+
+
 def _read(path: Path, problems: list[str]) -> dict[str, Any] | None:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as error:
+        problems.append(
+            f"{path} is not UTF-8 text (byte {error.object[error.start]:#04x} at "
+            f"position {error.start}); ignored"
+        )
         return None
     except OSError as error:
         problems.append(f"{path}: {error.strerror or error}")

@@ -12,7 +12,7 @@ import jax
 import numpy as np
 
 from pallaslab._src.core import chips, jax_adapter, snapshot
-from pallaslab._src.core.program import Program
+from pallaslab._src.core.program import Program, held_weakly
 from pallaslab._src.records import ArraySpec
 from pallaslab._src.records.targets import DEFAULT_GPU_CHIP
 
@@ -82,6 +82,7 @@ def trace_program(
     )
     for made in (flat_fn, retrace_fn):
         functools.update_wrapper(made, fn, assigned=("__name__", "__qualname__"), updated=())
+    example_args, weak_args = held_weakly(dynamic_leaves)
     arg_paths = _named_by_kernels(
         _argument_paths(fn, args, kwargs, dynamic, arg_names), closed, sites
     )
@@ -97,7 +98,8 @@ def trace_program(
             ArraySpec(jax.tree_util.keystr(path) or "out", tuple(s.shape), str(s.dtype))
             for path, s in jax.tree_util.tree_flatten_with_path(out_shapes)[0]
         ),
-        example_args=tuple(dynamic_leaves),
+        example_args=example_args,
+        weak_args=weak_args,
         sites=sites,
         jitted=jax.jit(flat_fn, **run_options()),
         split=split,

@@ -53,12 +53,11 @@ class ElementErrors:
     Attributes:
         bad: True where the output is outside tolerance (NaN where the reference is
             not NaN counts as outside).
-        diff: Absolute difference (0 where both are NaN or the same infinity; inf
-            where exactly one is NaN).
         nonfinite: True where the output is NaN or Inf but the reference is finite.
         atol: The absolute tolerance used (scaled by the reference's magnitude).
         rtol: The relative tolerance used.
-        max_abs_err: Largest absolute difference.
+        max_abs_err: Largest absolute difference (0 where both are NaN or the same
+            infinity; inf where exactly one is NaN).
         max_rel_err: Largest difference relative to the reference's magnitude.
         nan_count: NaN elements in the output where the reference is not NaN.
         inf_count: Infinite elements in the output where the reference is finite.
@@ -66,7 +65,6 @@ class ElementErrors:
     """
 
     bad: np.ndarray
-    diff: np.ndarray
     nonfinite: np.ndarray
     atol: float
     rtol: float
@@ -75,6 +73,15 @@ class ElementErrors:
     nan_count: int
     inf_count: int
     reference_nonfinite: int
+
+
+#: Elements compared at once: the float64 temporaries of a comparison stay this size
+#: whatever the output's (a 1 GiB output is compared in pieces, not in 8 GiB of copies).
+CHUNK_ELEMENTS = 1 << 20
+
+
+def _chunks(size: int) -> range:
+    return range(0, size, CHUNK_ELEMENTS)
 
 
 def element_errors(
@@ -86,33 +93,61 @@ def element_errors(
     the reference's finite elements), so outputs of
     kernels that accumulate are compared relative to the output's scale, not to
     each element's (a sum that cancels to near zero is not "wrong by 100%").
+
+    Computed `CHUNK_ELEMENTS` at a time: beyond the two boolean masks it returns, it
+    needs memory for one chunk, not copies of the whole output.
     """
     wide = np.complex128 if out.dtype.kind == "c" or ref.dtype.kind == "c" else np.float64
-    got, want = out.astype(wide), ref.astype(wide)
-    finite_ref = np.isfinite(want)
-    magnitude = np.abs(want[finite_ref])
-    atol = atol_scale * (float(magnitude.max()) if magnitude.size else 1.0)
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(got - want)
-    both_nan = np.isnan(got) & np.isnan(want)
-    same_inf = np.isinf(got) & (got == want)
-    diff = np.where(both_nan | same_inf, 0.0, diff)
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    scale = np.abs(np.nan_to_num(want))
-    bad = diff > atol + rtol * scale
-    got_nonfinite = ~np.isfinite(got)
-    nonzero = scale > 0
+    flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
+    magnitude = 0.0
+    for start in _chunks(flat_ref.size):
+        want = flat_ref[start : start + CHUNK_ELEMENTS].astype(wide)
+        finite = np.abs(want[np.isfinite(want)])
+        if finite.size:
+            magnitude = max(magnitude, float(finite.max()))
+    atol = atol_scale * (magnitude if flat_ref.size and _any_finite(flat_ref, wide) else 1.0)
+    bad = np.empty(flat_out.shape, bool)
+    nonfinite = np.empty(flat_out.shape, bool)
+    max_abs = max_rel = 0.0
+    nan_count = inf_count = reference_nonfinite = 0
+    for start in _chunks(flat_out.size):
+        piece = slice(start, start + CHUNK_ELEMENTS)
+        got, want = flat_out[piece].astype(wide), flat_ref[piece].astype(wide)
+        finite_ref = np.isfinite(want)
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.abs(got - want)
+        both_nan = np.isnan(got) & np.isnan(want)
+        same_inf = np.isinf(got) & (got == want)
+        diff = np.where(both_nan | same_inf, 0.0, diff)
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        scale = np.abs(np.nan_to_num(want))
+        bad[piece] = diff > atol + rtol * scale
+        nonfinite[piece] = ~np.isfinite(got) & finite_ref
+        nonzero = scale > 0
+        if diff.size:
+            max_abs = max(max_abs, float(diff.max()))
+        if nonzero.any():
+            max_rel = max(max_rel, float((diff[nonzero] / scale[nonzero]).max()))
+        nan_count += int((np.isnan(got) & ~np.isnan(want)).sum())
+        inf_count += int((np.isinf(got) & finite_ref).sum())
+        reference_nonfinite += int((~finite_ref).sum())
     return ElementErrors(
-        bad=bad,
-        diff=diff,
-        nonfinite=got_nonfinite & finite_ref,
+        bad=bad.reshape(out.shape),
+        nonfinite=nonfinite.reshape(out.shape),
         atol=atol,
         rtol=rtol,
-        max_abs_err=float(diff.max()) if diff.size else 0.0,
-        max_rel_err=float((diff[nonzero] / scale[nonzero]).max()) if nonzero.any() else 0.0,
-        nan_count=int((np.isnan(got) & ~np.isnan(want)).sum()),
-        inf_count=int((np.isinf(got) & finite_ref).sum()),
-        reference_nonfinite=int((~finite_ref).sum()),
+        max_abs_err=max_abs,
+        max_rel_err=max_rel,
+        nan_count=nan_count,
+        inf_count=inf_count,
+        reference_nonfinite=reference_nonfinite,
+    )
+
+
+def _any_finite(flat: np.ndarray, wide: type) -> bool:
+    return any(
+        bool(np.isfinite(flat[start : start + CHUNK_ELEMENTS].astype(wide)).any())
+        for start in _chunks(flat.size)
     )
 
 
@@ -132,15 +167,30 @@ def tile_shape_of(operand: Operand | None, shape: Sequence[int]) -> tuple[int, .
 
 
 def per_tile(mask: np.ndarray, tile: Sequence[int]) -> np.ndarray:
-    """How many True elements of `mask` fall in each tile (edge tiles may be partial)."""
+    """How many True elements of `mask` fall in each tile (edge tiles may be partial).
+
+    Counted a slab of tile rows at a time: the padded copy it sums is one slab's.
+    """
     if mask.ndim == 0:
         return mask.astype(np.int64).reshape(())
     tiles = [math.ceil(s / t) if s else 0 for s, t in zip(mask.shape, tile, strict=True)]
-    padded = np.zeros([n * t for n, t in zip(tiles, tile, strict=True)], dtype=np.int64)
-    padded[tuple(slice(0, s) for s in mask.shape)] = mask
-    split = [d for pair in zip(tiles, tile, strict=True) for d in pair]
-    summed: np.ndarray = padded.reshape(split).sum(axis=tuple(range(1, 2 * mask.ndim, 2)))
-    return summed
+    counts = np.zeros(tiles, dtype=np.int64)
+    row_elements = max(1, math.prod(mask.shape[1:]) * int(tile[0]))
+    rows_at_once = max(1, CHUNK_ELEMENTS // row_elements)  # tile rows a slab
+    for first in range(0, tiles[0], rows_at_once):
+        last = min(tiles[0], first + rows_at_once)
+        slab = mask[first * tile[0] : last * tile[0]]
+        padded = np.zeros(
+            [(last - first) * tile[0], *(n * t for n, t in zip(tiles[1:], tile[1:], strict=True))],
+            dtype=bool,
+        )
+        padded[tuple(slice(0, s) for s in slab.shape)] = slab
+        split = [last - first, tile[0]]
+        split += [d for pair in zip(tiles[1:], tile[1:], strict=True) for d in pair]
+        counts[first:last] = padded.reshape(split).sum(
+            axis=tuple(range(1, 2 * mask.ndim, 2)), dtype=np.int64
+        )
+    return counts
 
 
 def locate(

@@ -22,13 +22,23 @@ class LoweringError:
         detail: The compiler's own full message.
         kind: "unsupported" (this target cannot take the kernel), "tiling" (a block
             breaks the TPU (8, 128) rule), "compile" (the compiler rejected it),
-            "unavailable" (a tool this target needs is not installed), "usage".
+            "unavailable" (a tool this target needs is not installed), "crashed" (a
+            compile worker or tool died, was killed or timed out), "usage".
     """
 
     message: str
     location: SourceLocation | None = None
     detail: str = ""
     kind: str = "unsupported"
+
+    @property
+    def transient(self) -> bool:
+        """Whether asking again may succeed: the failure was not the kernel's.
+
+        A tool missing (and installed since) or a compile worker or tool that crashed:
+        such failures are never kept, the next request tries again.
+        """
+        return self.kind in ("unavailable", "crashed")
 
     def __str__(self) -> str:
         where = f"{self.location}: " if self.location else ""

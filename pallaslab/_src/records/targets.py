@@ -211,3 +211,14 @@ def parse_target(name: str) -> Target:
         f"mosaic-tpu:{{{','.join(TPU_CHIPS)}}}, tpu-compile:{{{','.join(TPU_CHIPS)}}}, "
         f"xla-gpu:{{{','.join(XLA_GPU_CHIPS)}}}."
     )
+
+
+def reading_note(name: str) -> str:
+    """How a target name was read, when not as written ("" when it was its own name).
+
+    `ptx:sm90` is read as `ptx:sm_90`, `ptx` as `ptx:sm_90`: said, so a guess is seen.
+    """
+    canonical = parse_target(name).name
+    if name.strip() == canonical:
+        return ""
+    return f"target {name.strip()!r} read as {canonical}"

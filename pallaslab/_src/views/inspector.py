@@ -78,7 +78,9 @@ class Inspector(TabbedWidget):
         selected: str | None = None,
         **kwargs: Any,
     ):
-        self._inspection = inspection
+        # Summaries, not arrays: a widget lives as long as the kernel, so it holds no
+        # run's outputs and only weakly the example arguments (`Traced.for_view`).
+        self._inspection = inspection.for_view()
         self._problem = problem
         self._texts: dict[tuple[str, str], OpenTextRequest] = {}
         # View models built whole, by tab id (panes dropped from the state included).

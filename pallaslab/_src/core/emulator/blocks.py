@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -101,10 +102,53 @@ def _squeeze_axes(layout: adapter.BlockLayout) -> tuple[int, ...]:
     return tuple(d + 1 for d, s in enumerate(layout.squeezed) if s)
 
 
+def _tiling(shape: Sequence[int], starts: Any, block: Sequence[int]) -> tuple[int, ...] | None:
+    """Blocks per dimension when `starts` cut `shape` into its blocks in order.
+
+    `starts` is (lanes, dims): each block once, in row-major order. None otherwise,
+    or when `starts` is known only when the program runs.
+    """
+    if any(int(n) % int(b) for n, b in zip(shape, block, strict=True)):
+        return None
+    try:
+        known = np.asarray(starts)
+    except Exception:  # traced: known only when it runs
+        return None
+    counts = tuple(int(n) // int(b) for n, b in zip(shape, block, strict=True))
+    if known.ndim != 2 or known.shape[0] != math.prod(counts) or known.shape[0] < 2:
+        return None
+    grid = np.indices(counts).reshape(len(counts), -1).T * np.asarray(block, np.int64)
+    return counts if np.array_equal(known, grid) else None
+
+
+def _untiled(blocks: Any, counts: tuple[int, ...], block: Sequence[int]) -> Any:
+    """Blocks (lanes, *block) in row-major order, laid out as the array they tile."""
+    ndim = len(block)
+    split = blocks.reshape((*counts, *block))
+    order = [axis for d in range(ndim) for axis in (d, ndim + d)]
+    return split.transpose(order).reshape([c * int(b) for c, b in zip(counts, block, strict=True)])
+
+
+def _tiled(source: Any, counts: tuple[int, ...], block: Sequence[int]) -> Any:
+    """The array as its blocks (lanes, *block), in row-major order."""
+    ndim = len(block)
+    split = source.reshape([n for c, b in zip(counts, block, strict=True) for n in (c, int(b))])
+    order = [2 * d for d in range(ndim)] + [2 * d + 1 for d in range(ndim)]
+    return split.transpose(order).reshape((math.prod(counts), *block))
+
+
 def gather(source: Any, starts: Any, layout: adapter.BlockLayout) -> Any:
-    """Blocks at `starts` (*lanes, dims), stacked: (*lanes, *kernel block shape)."""
+    """Blocks at `starts` (*lanes, dims), stacked: (*lanes, *kernel block shape).
+
+    Blocks that tile the array in row-major order are the array reshaped (no copy of
+    it where only leading dimensions are cut).
+    """
     lanes = starts.shape[:-1]
     flat = starts.reshape((-1, starts.shape[-1]))
+    counts = _tiling(source.shape, flat, layout.block)
+    if counts is not None:
+        blocks = lax.squeeze(_tiled(source, counts, layout.block), _squeeze_axes(layout))
+        return blocks.reshape((*lanes, *layout.kernel_block_shape))
     if flat.shape[0] == 1 and not lanes:
         blocks = lax.dynamic_slice(source, list(flat[0]), layout.block)[None]
     else:
@@ -119,6 +163,9 @@ def scatter(target: Any, starts: Any, blocks: Any, layout: adapter.BlockLayout) 
     if lanes == 1:
         return lax.dynamic_update_slice(target, blocks.reshape(layout.block), list(starts[0]))
     full = blocks.reshape((lanes, *layout.block))
+    counts = _tiling(target.shape, starts, layout.block)
+    if counts is not None:  # every block once, in order: the blocks are the array
+        return _untiled(full, counts, layout.block)
     ndim = len(layout.block)
     numbers = lax.ScatterDimensionNumbers(
         update_window_dims=tuple(range(1, ndim + 1)),

@@ -336,7 +336,18 @@ def run_probed(
     }
     state = (held, scratch, previous, jnp.zeros((lanes,), bool), stats_init)
     if num_steps == 1:
-        state, ys = step(state, jax.tree_util.tree_map(lambda x: x[0], xs))
+        # One step: its window starts stay known (NumPy), so blocks that tile an array
+        # are that array reshaped, not gathered and scattered (`blocks.gather`).
+        known: Any = xs  # traced starts (index maps that read scalar prefetch)
+        if all(isinstance(r, np.ndarray) for r in (*read_starts, *write_starts)):
+            known = (
+                [np.asarray(p) for p in pid_xs],
+                np.asarray(linear),
+                [np.asarray(r, np.int32) for r in read_starts],
+                [np.asarray(w, np.int32) for w in write_starts],
+                np.asarray(schedule.valid),
+            )
+        state, ys = step(state, jax.tree_util.tree_map(lambda x: x[0], known))
         ys = jax.tree_util.tree_map(lambda y: y[None], ys)
     else:
         state, ys = lax.scan(step, state, xs)

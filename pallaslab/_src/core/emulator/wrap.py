@@ -8,7 +8,7 @@ from typing import Any
 
 import jax
 
-from pallaslab._src.core import chips, jax_adapter
+from pallaslab._src.core import chips, jax_adapter, run_budget
 from pallaslab._src.core.emulator.hook import install
 from pallaslab._src.core.emulator.requests import EMULATE, INTERPRET, Request
 from pallaslab._src.core.jax_adapter import emulation as adapter
@@ -27,7 +27,9 @@ def emulate(
     functions: the emulation request is part of JAX's cache key, so `fn` is traced
     again under it. Kernels the emulator does not cover (DMAs, semaphores, remote
     copies, dynamic grids) run in Pallas' interpreter, with a one-line
-    `EmulationNotice` saying why.
+    `EmulationNotice` saying why. Called on values (not inside a `jax.jit`), it
+    returns once the results are ready, and runs under the run budget
+    (`set_run_budget`): a kernel loop that runs too long raises `RunStoppedError`.
 
     Args:
         fn: Any function calling Pallas kernels (jitted or not).
@@ -65,9 +67,22 @@ def emulate(
             _forced(request),
             chips.tracing_chip(),
         ):
-            return fn(*args, **kwargs)
+            if _tracing(args, kwargs):  # inside a jit: the caller's run is watched
+                return fn(*args, **kwargs)
+            # Called on values: it runs under the run budget, and has ended on return.
+            with run_budget.watched():
+                return jax.block_until_ready(fn(*args, **kwargs))
 
     return emulated
+
+
+_TRACER: Any = getattr(jax.core, "Tracer", ())
+
+
+def _tracing(args: Any, kwargs: Any) -> bool:
+    """Whether any argument is a tracer (the function is being traced, not run)."""
+    leaves = jax.tree_util.tree_leaves((args, kwargs))
+    return any(isinstance(leaf, _TRACER) for leaf in leaves)
 
 
 def _forced(request: Request) -> Any:

@@ -6,6 +6,7 @@ writes and how what cannot be written is reported.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import dataclasses
 import enum
@@ -358,7 +359,10 @@ class Script:
         free = list(fn.__code__.co_freevars)
         cells = dict(zip(free, fn.__closure__ or (), strict=True))
         is_lambda = fn.__name__ == "<lambda>"
-        if not free and (is_lambda or name == fn.__name__):
+        # The name the source defines: `__name__` may be anything (set by hand, or
+        # crafted), and is never pasted into the script as code.
+        defined = _defined_name(source)
+        if not free and (is_lambda or name == defined):
             body = f"{name} = {source}" if is_lambda else source.rstrip("\n")
             self._definitions.append(f"{comment(f'{fn.__qualname__}, from {where}')}\n{body}")
         else:
@@ -376,8 +380,9 @@ class Script:
     ) -> str:
         """`fn` defined inside a function taking what it closes over."""
         parameters, arguments = [], []
+        inner = _defined_name(source)
         for var, cell in cells.items():
-            if var == fn.__name__:
+            if var == inner:
                 continue  # a recursive function finds itself in the factory
             try:
                 content = cell.cell_contents
@@ -392,7 +397,6 @@ class Script:
                 self.placeholder(holder, content, str(error))
                 arguments.append(holder)
         maker = self.fresh(f"_make_{name.strip('_') or 'function'}")
-        inner = fn.__name__ if fn.__name__ != "<lambda>" else None
         body = textwrap.indent(source.rstrip("\n"), "    ")
         result = inner or source
         closes = ", ".join(parameters) or "nothing"
@@ -472,3 +476,15 @@ def _where(fn: types.FunctionType) -> str:
     code = fn.__code__
     label = sources.cell_label(code.co_filename)
     return f"{label or code.co_filename}, line {code.co_firstlineno}"
+
+
+def _defined_name(source: str) -> str | None:
+    """The name a function's source defines (`def NAME`); None for a lambda."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return None
+    first = tree.body[0] if tree.body else None
+    if isinstance(first, ast.FunctionDef | ast.AsyncFunctionDef):
+        return first.name
+    return None

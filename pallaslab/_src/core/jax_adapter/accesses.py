@@ -24,6 +24,7 @@ from pallaslab._src.core.jax_adapter.body_eval import (
     uninitialized,
 )
 from pallaslab._src.core.jax_adapter.lanes import lane_indices
+from pallaslab._src.core.jax_adapter.loop_budget import limits as loop_limits
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
     feature_notice,
@@ -345,8 +346,17 @@ class Interpreter:
         n_cond, n_body = int(params["cond_nconsts"]), int(params["body_nconsts"])
         cond_consts, body_consts = values[:n_cond], values[n_cond : n_cond + n_body]
         carry = values[n_cond + n_body :]
+        bound, _ = loop_limits()
+        ran = 0
         while bool(np.asarray(self.run(cond, cond_own, [*cond_consts, *carry])[0])):
+            if ran >= bound:  # the run budget's, as for emulated loops
+                file, line = eqn_site(eqn)
+                raise RuntimeError(
+                    f"the loop at {file}:{line} ran {ran:,} iterations (the run budget) "
+                    "while its accesses were followed"
+                )
             carry = self.run(body, body_own, [*body_consts, *carry])
+            ran += 1
         return carry
 
     def _cond(self, eqn: Any, values: list[Any]) -> list[Any]:

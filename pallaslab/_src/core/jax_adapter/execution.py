@@ -26,6 +26,7 @@ from pallaslab._src.core.jax_adapter.probes import (
     source_info_util,
     trace_state,
 )
+from pallaslab._src.core.jax_adapter.program_body import bounded_kernel_jaxpr
 from pallaslab._src.core.jax_adapter.shapes import call_body, closed_parts
 
 _auto_interpret = threading.local()
@@ -80,9 +81,25 @@ def _lowering_rule(platform: str) -> Callable[..., Any]:
                 choice = "interpret"
         if choice == "interpret" or (auto and not interpret):
             interpret = interpret or True
+        if interpret is True:
+            params = _bounded_loops(params)
         return jax_rule(ctx, *in_nodes, interpret=interpret, **params)
 
     return rule
+
+
+def _bounded_loops(params: dict[str, Any]) -> dict[str, Any]:
+    """The call's parameters with its kernel's loops bounded by the run budget.
+
+    Pallas' interpreter runs the kernel as given: its `while` loops are made ones the
+    budget (and an interrupt) can stop. A kernel that cannot be traced again keeps
+    its loops as they are.
+    """
+    try:
+        bounded = bounded_kernel_jaxpr(params["jaxpr"])
+    except Exception:  # never worse than the interpreter with the kernel as given
+        return params
+    return params if bounded is params["jaxpr"] else dict(params, jaxpr=bounded)
 
 
 def install_cpu_interpret() -> str | None:

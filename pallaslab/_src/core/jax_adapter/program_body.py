@@ -9,6 +9,7 @@ blocks read on entry).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,14 +19,28 @@ import numpy as np
 
 from pallaslab._src.core.jax_adapter.body_eval import (
     bind,
+    eqn_site,
     evaluate_eqns,
     hlo_interpreter,
     inner_aval,
     pallas_core,
     physical_dtype,
 )
+from pallaslab._src.core.jax_adapter.host_prints import (
+    HOST_PRINTS,
+    is_host_print,
+    rolled_host_print,
+)
 from pallaslab._src.core.jax_adapter.instrument import uses_grid
+from pallaslab._src.core.jax_adapter.loop_budget import bounded_while_loop
 from pallaslab._src.core.jax_adapter.probes import jax_core, source_info_util
+
+try:
+    from jax._src import linear_util
+    from jax._src.interpreters import partial_eval
+except ImportError:  # pragma: no cover - loops of interpreted kernels stay unbounded
+    linear_util = None  # type: ignore[assignment]
+    partial_eval = None  # type: ignore[assignment]
 from pallaslab._src.core.jax_adapter.shapes import (
     call_body,
     closed_parts,
@@ -149,20 +164,27 @@ def _written_refs(jaxpr: Any) -> set[int] | None:
 def _eval_with_grid(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], env: Any) -> list[Any]:
     """Evaluates a discharged kernel body, program ids read from `env`.
 
-    `env` is a sequence of `GridAxis`, as Pallas' grid environment holds.
+    `env` is a sequence of `GridAxis`, as Pallas' grid environment holds; None leaves
+    program ids (and prints) as they are, for a body that is traced again as a kernel
+    (`bounded_kernel_jaxpr`).
 
-    Loops and branches whose bodies ask for program ids are rebuilt with `lax.scan`,
-    `lax.while_loop` and `lax.switch` over Python functions, so the ids reach them as
-    ordinary closed-over values; calls are inlined. Everything else is bound as is.
+    Loops and branches whose bodies ask for program ids, loop with `while` or print
+    are rebuilt with `lax.scan`, `lax.while_loop` (bounded by the run budget) and
+    `lax.switch` over Python functions, so the ids reach them as ordinary closed-over
+    values; calls are inlined. Everything else is bound as is.
     """
 
     def apply(eqn: Any, inputs: list[Any]) -> list[Any]:
         name = eqn.primitive.name
-        if name == "program_id":
+        if env is not None and name == "program_id":
             return [jnp.asarray(env[eqn.params["axis"]].index, jnp.int32)]
-        if name == "num_programs":
+        if env is not None and name == "num_programs":
             return [jnp.asarray(env[eqn.params["axis"]].size, jnp.int32)]
-        if any(uses_grid(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
+        if env is not None and is_host_print(eqn):  # JAX would unroll it per program
+            return rolled_host_print(eqn, inputs)
+        if name == "while" or any(
+            _rebuilt_inside(sub) for sub in jax_core.jaxprs_in_params(eqn.params)
+        ):
             return _eval_higher_order(eqn, inputs, env)
         with source_info_util.user_context(eqn.source_info.traceback), eqn.ctx.manager:
             return bind(eqn, inputs)
@@ -170,6 +192,26 @@ def _eval_with_grid(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], env:
     bindings = [*zip(jaxpr.constvars, consts, strict=True)]
     bindings += zip(jaxpr.invars, args, strict=True)
     return evaluate_eqns(jaxpr, bindings, apply)
+
+
+# Primitives the evaluator binds its own way (besides reading program ids).
+_REBUILT = frozenset({"while", *HOST_PRINTS})
+
+
+def _rebuilt_inside(jaxpr: Any) -> bool:
+    """Whether the evaluator must rebuild an equation holding `jaxpr`.
+
+    It must when the body reads program ids, loops with `while` (bounded by the run
+    budget) or prints (printed once per program without unrolling), at any depth.
+    """
+    if uses_grid(jaxpr):
+        return True
+    for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
+        if eqn.primitive.name in _REBUILT:
+            return True
+        if any(_rebuilt_inside(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
+            return True
+    return False
 
 
 def _closed_fn(closed: Any, env: Any) -> Callable[..., list[Any]]:
@@ -207,24 +249,30 @@ def _eval_higher_order(eqn: Any, inputs: list[Any], env: Any) -> list[Any]:
         cond_consts = inputs[:cond_n]
         body_consts = inputs[cond_n : cond_n + body_n]
         init = inputs[cond_n + body_n :]
+        # Bounded by the run budget: a loop that never ends can be stopped.
         return list(
-            jax.lax.while_loop(
+            bounded_while_loop(
                 lambda c: cond(*cond_consts, *c)[0],
                 lambda c: list(body(*body_consts, *c)),
                 list(init),
+                eqn_site(eqn),
             )
         )
     if name == "cond":
         branches = [_closed_fn(b, env) for b in params["branches"]]
         index, *operands = inputs
-        return list(
-            jax.lax.switch(index, [lambda *o, f=f: list(f(*o)) for f in branches], *operands)
-        )
+        # Operands are closed over, not passed: refs may be among them.
+        return list(jax.lax.switch(index, [lambda f=f: list(f(*operands)) for f in branches]))
     # Calls (jit, closed_call / eval_jaxpr, custom derivatives, checkpoints ...): inline
     # the body.
     sub = call_body(params)
     if sub is not None:
         return list(_closed_fn(sub, env)(*inputs))
+    if not any(uses_grid(sub) for sub in jax_core.jaxprs_in_params(params)):
+        # Only loops or prints inside something the evaluator cannot rebuild: bound as
+        # is (its loops unbounded, its prints JAX's).
+        with source_info_util.user_context(eqn.source_info.traceback), eqn.ctx.manager:
+            return bind(eqn, inputs)
     raise NotImplementedError(f"program ids inside {name} are not supported by the emulator")
 
 
@@ -269,3 +317,37 @@ def _overwritten_crop_inputs(eqn: Any, producers: dict[Any, Any]) -> list[Any] |
         if not (start <= -lo and extent + hi <= start + size):
             return None
     return [update]
+
+
+@functools.lru_cache(maxsize=64)
+def bounded_kernel_jaxpr(jaxpr: Any) -> Any:
+    """A kernel's jaxpr (refs and all) with its `while` loops bounded by the run budget.
+
+    For Pallas' own interpreter, which evaluates the kernel as given: the same
+    equations, traced again with every `while` loop (also inside branches, scans and
+    other loops) made a `bounded_while_loop`. The jaxpr itself when it has no loop,
+    or when tracing it again would need constants a kernel cannot take.
+    """
+    if partial_eval is None or not _has_while(jaxpr):
+        return jaxpr
+
+    def again(*args: Any) -> list[Any]:
+        return _eval_with_grid(jaxpr, (), args, None)
+
+    debug_info = getattr(jaxpr, "debug_info", None)
+    wrapped = (
+        linear_util.wrap_init(again, debug_info=debug_info)
+        if debug_info is not None
+        else linear_util.wrap_init(again)  # type: ignore[call-arg]
+    )
+    traced, _, consts = partial_eval.trace_to_jaxpr_dynamic(wrapped, [v.aval for v in jaxpr.invars])
+    return jaxpr if consts or jaxpr.constvars else traced
+
+
+def _has_while(jaxpr: Any) -> bool:
+    for eqn in getattr(jaxpr, "jaxpr", jaxpr).eqns:
+        if eqn.primitive.name == "while":
+            return True
+        if any(_has_while(sub) for sub in jax_core.jaxprs_in_params(eqn.params)):
+            return True
+    return False

@@ -51,11 +51,17 @@ class LoweringContext:
         return program
 
     def share(self, key: tuple[Any, ...], make: Callable[[], T]) -> T:
-        """`make()` once per key; a failure is remembered and raised again."""
+        """`make()` once per key; the kernel's failure is remembered and raised again.
+
+        A failure that was not the kernel's (`LoweringError.transient`: a tool missing
+        or crashed) is raised, not remembered: the next request makes it again.
+        """
         if key not in self.shared:
             try:
                 self.shared[key] = make()
             except LoweringFailedError as failed:
+                if failed.error.transient:
+                    raise
                 self.shared[key] = failed
         value = self.shared[key]
         if isinstance(value, LoweringFailedError):

@@ -84,6 +84,10 @@ class Lowerer(LoweringContext):
         with key_lock:
             with self._lock:
                 found = self._results.get(key)
+                # Successes and the kernel's own failures stand; a tool that was missing
+                # or a worker or tool that crashed is asked again.
+                if found is not None and found.error is not None and found.error.transient:
+                    found = None
             if found is None:
                 started = time.perf_counter()
                 try:
@@ -99,12 +103,12 @@ class Lowerer(LoweringContext):
                         error=failed.error,
                     )
                 found = dataclasses.replace(found, seconds=time.perf_counter() - started)
-        with self._lock:
-            found = self._results.setdefault(key, found)
-            if key in self.order:
-                self.order.remove(key)
-            self.order.append(key)
-            return found
+            with self._lock:
+                self._results[key] = found  # under the key's lock: no other lowering of it
+                if key in self.order:
+                    self.order.remove(key)
+                self.order.append(key)
+                return found
 
     def _lower(self, target: Target, kernel: Kernel | None) -> Lowered:
         if target.kind in _WORKER_KINDS:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import signal
 from collections.abc import Sequence
 from typing import Any
 
@@ -165,3 +166,36 @@ def check_tiling(kernel: Kernel) -> None:
     problems = tpu_rules.tiling_problems(kernel)
     if problems:
         raise LoweringFailedError(tiling_error(problems))
+
+
+# A tool that died: a signal, a crash dump, or a worker that exited without a result.
+_DIED = re.compile(
+    r"(?P<tool>XLA GPU compile worker|libtpu (?:compile )?worker|ptxas|nvdisasm|libtpu)"
+    r"[^\n]*?(?:exited|killed|crashed|[Ss]egmentation fault|core dumped|[Ss]ignal|took over"
+    r"|raised SIG\w+)",
+)
+
+
+def crashed_tool(text: str) -> str:
+    """The tool a compile error says died ("ptxas", "the libtpu compile worker" ...).
+
+    "" when the error is a compiler's verdict on the kernel rather than a crash.
+    """
+    found = _DIED.search(text)
+    if found is None:
+        return ""
+    tool = found["tool"]
+    return f"the {tool}" if "worker" in tool else tool
+
+
+def exit_words(returncode: int | None) -> str:
+    """How a process ended, in words: "exit status 1", "killed by SIGKILL (signal 9)"."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "a signal"
+        return f"killed by {name} (signal {-returncode})"
+    return f"exit status {returncode}"

@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pallaslab._src.core.lowering.failures import exit_words
+
 # pallaslab's chip names -> (compile-only topology, TPU_ACCELERATOR_TYPE).
 TOPOLOGIES: dict[str, tuple[str, str]] = {
     "v4": ("v4:1x1x1", "v4-8"),
@@ -114,11 +116,16 @@ def compile_exported(exported: bytes, chip: str) -> TpuCompile:
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            return TpuCompile(chip, error=f"the libtpu compile took over {TIMEOUT_SECONDS} s")
+            return TpuCompile(
+                chip, error=f"the libtpu compile worker took over {TIMEOUT_SECONDS} s"
+            )
         result_path = root / "result.json"
         if not result_path.exists():
             tail = "\n".join((done.stderr or "").strip().splitlines()[-20:])
-            return TpuCompile(chip, error=f"the libtpu worker exited ({done.returncode}):\n{tail}")
+            return TpuCompile(
+                chip,
+                error=f"the libtpu compile worker exited ({exit_words(done.returncode)}):\n{tail}",
+            )
         result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
     return TpuCompile(
         chip=chip,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pallaslab._src.core.lowering import sourcemap
+from pallaslab._src.core.lowering.failures import exit_words
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,6 +229,8 @@ def _run_tool(name: str, args: list[str]) -> str:
     if path is None:
         return f"// {name} not found: it ships with the triton wheel (Linux)\n"
     done = subprocess.run([path, *args], capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode < 0:  # the tool died: not the kernel's fault, asked again later
+        raise RuntimeError(f"{name} crashed ({exit_words(done.returncode)}) on {args[-1]}")
     if done.returncode != 0:
         return f"// {name} failed ({done.returncode}): {done.stderr.strip()}\n"
     return done.stdout

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pallaslab._src.core import gpu_target_config, gpu_toolchain
+from pallaslab._src.core.lowering.failures import exit_words
 
 WORKER = Path(__file__).with_name("xla_gpu_worker.py")
 TIMEOUT_SECONDS = 300
@@ -310,13 +311,16 @@ def _compile(
             str(root / "request.json") + "\n", timeout=TIMEOUT_SECONDS
         )
     except subprocess.TimeoutExpired:
-        return XlaGpuCompile(chip, error=f"XLA's GPU compile took over {TIMEOUT_SECONDS} s")
+        return XlaGpuCompile(
+            chip, error=f"the XLA GPU compile worker took over {TIMEOUT_SECONDS} s"
+        )
     result_path = root / "result.json"
     if not result_path.exists():
         tail = "\n".join((stderr or "").strip().splitlines()[-20:])
         return XlaGpuCompile(
             chip,
-            error=f"the XLA GPU compile worker exited ({worker.process.returncode}):\n{tail}",
+            error=f"the XLA GPU compile worker exited "
+            f"({exit_words(worker.process.returncode)}):\n{tail}",
         )
     result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
     return XlaGpuCompile(

@@ -18,6 +18,7 @@ from jax import lax
 from pallaslab._src.core.jax_adapter.body_eval import (
     CONTROL_FLOW,
     bind,
+    eqn_site,
     evaluate_eqns,
     inner_aval,
     physical_dtype,
@@ -25,6 +26,7 @@ from pallaslab._src.core.jax_adapter.body_eval import (
     state_types,
     uninitialized,
 )
+from pallaslab._src.core.jax_adapter.host_prints import HOST_PRINTS
 from pallaslab._src.core.jax_adapter.instrument.coordinates import (
     effective,
     lane_coordinates,
@@ -37,6 +39,7 @@ from pallaslab._src.core.jax_adapter.instrument.records import (
     UnsupportedError,
 )
 from pallaslab._src.core.jax_adapter.instrument.sites import uses_grid
+from pallaslab._src.core.jax_adapter.loop_budget import bounded_while_loop
 from pallaslab._src.core.jax_adapter.probes import (
     CALL_PRIMITIVES,
     jax_core,
@@ -105,6 +108,10 @@ class Evaluator:
             return [jnp.asarray(self.env[eqn.params["axis"]].index, jnp.int32)]
         if name == "num_programs":
             return [jnp.asarray(self.env[eqn.params["axis"]].size, jnp.int32)]
+        if name in HOST_PRINTS and not eqn.outvars:
+            # The checks' run prints nothing (the run did), and JAX would unroll a print
+            # once per program batched: 10^5 programs, 10^5 callbacks to compile.
+            return []
         if name in CONTROL_FLOW:
             return list(getattr(self, f"_{name}")(eqn, values))
         holds_ref = any(isinstance(v, Handle) for v in values)
@@ -331,7 +338,9 @@ class Evaluator:
             outs = self.evaluate(body.jaxpr, body.consts, [*body_consts, *values_in])
             return dict(self.state), list(outs)
 
-        state, final = lax.while_loop(cond_fun, body_fun, (dict(self.state), list(carry)))
+        state, final = bounded_while_loop(
+            cond_fun, body_fun, (dict(self.state), list(carry)), eqn_site(eqn)
+        )
         self.state = dict(state)
         return list(final)
 

@@ -9,6 +9,7 @@ from pallaslab._src.core.lowering.context import LoweringContext
 from pallaslab._src.core.lowering.failures import (
     LoweringFailedError,
     check_tiling,
+    crashed_tool,
     explain,
     first_lines,
     kernel_file,
@@ -46,15 +47,22 @@ def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:
     ]
     if compiled.error:
         memory = out_of_memory(compiled.error, kernel, chip)
+        tool = None if memory else crashed_tool(compiled.error)
+        message = (
+            f"{tool} crashed compiling {kernel.name} for TPU {chip} (not the kernel's "
+            f"fault; asking again retries): {first_lines(compiled.error)}"
+            if tool
+            else f"libtpu could not compile {kernel.name} for TPU {chip}: "
+            + (memory or first_lines(strip_status(compiled.error)))
+        )
         raise LoweringFailedError(
             LoweringError(
-                f"libtpu could not compile {kernel.name} for TPU {chip}: "
-                + (memory or first_lines(strip_status(compiled.error))),
+                message,
                 (kernel.call_site or kernel.source)
                 if memory
                 else location_in_text(compiled.error, kernel) or kernel.source,
                 detail=compiled.error,
-                kind="compile",
+                kind="crashed" if tool else "compile",
             )
         )
     bundles = compiled.llo.get("final_bundles", "")

@@ -7,6 +7,7 @@ from pallaslab._src.core.lowering import triton_build
 from pallaslab._src.core.lowering.context import LoweringContext
 from pallaslab._src.core.lowering.failures import (
     LoweringFailedError,
+    crashed_tool,
     first_lines,
     kernel_file,
     location_in_text,
@@ -67,12 +68,19 @@ def _build(lowerer: LoweringContext, kernel: Kernel, arch: str) -> triton_build.
             raise LoweringFailedError(LoweringError(str(error), kind="unavailable")) from None
         except Exception as error:
             message = first_lines(str(error)) or type(error).__name__
+            tool = crashed_tool(str(error))
+            verdict = (
+                f"{tool} crashed building {kernel.name} for {arch} (not the kernel's fault; "
+                "asking again retries)"
+                if tool
+                else f"the triton compiler rejected {kernel.name} for {arch}"
+            )
             raise LoweringFailedError(
                 LoweringError(
-                    f"the triton compiler rejected {kernel.name} for {arch}: {message}",
+                    f"{verdict}: {message}",
                     location_in_text(str(error), kernel) or kernel.source,
                     detail=str(error),
-                    kind="compile",
+                    kind="crashed" if tool else "compile",
                 )
             ) from None
 

@@ -16,7 +16,12 @@ import jax
 from pallaslab._src.core import gpu_target_config, jax_adapter
 from pallaslab._src.core.lowering import xla_gpu, xla_gpu_lowering
 from pallaslab._src.core.lowering.context import LoweringContext
-from pallaslab._src.core.lowering.failures import LoweringFailedError, explain, first_lines
+from pallaslab._src.core.lowering.failures import (
+    LoweringFailedError,
+    crashed_tool,
+    explain,
+    first_lines,
+)
 from pallaslab._src.records import Kernel
 from pallaslab._src.records.lowered import Lowered, LoweringError
 from pallaslab._src.records.targets import Target
@@ -47,11 +52,17 @@ def lower(lowerer: LoweringContext, target: Target, kernel: Kernel) -> Lowered:
         exports = {"program": program_export.pickled}
     compiled = xla_gpu.compile_exports(chip, exports, ("kernel",) if alone else ("program",))
     if compiled.error:
+        tool = crashed_tool(compiled.error)
         kind = "unavailable" if "pip install" in compiled.error else "compile"
-        raise LoweringFailedError(
-            LoweringError(
-                first_lines(compiled.error), kernel.source, detail=compiled.error, kind=kind
+        message = first_lines(compiled.error)
+        if tool and kind != "unavailable":
+            kind = "crashed"
+            message = (
+                f"{tool} crashed compiling {kernel.name} for {chip} (not the kernel's fault; "
+                f"asking again retries): {message}"
             )
+        raise LoweringFailedError(
+            LoweringError(message, kernel.source, detail=compiled.error, kind=kind)
         )
     if "program" in compiled.jobs:
         lowerer.shared[program_key] = compiled.jobs["program"]
@@ -80,7 +91,12 @@ def _kernel_export(lowerer: LoweringContext, kernel: Kernel, chip: str) -> jax_a
     def make() -> jax_adapter.GpuExport:
         site = lowerer.site(kernel, chip)  # traced again for the chip if it asked the GPU
         choices: tuple[bool | None, ...] = (None, True, False)
-        if kernel.kind == "plgpu.kernel" or kernel.backend == "mosaic_gpu":
+        mosaic = kernel.kind == "plgpu.kernel" or kernel.backend == "mosaic_gpu"
+        if not mosaic_gpu_capable(chip):
+            if mosaic:
+                raise LoweringFailedError(_mosaic_gpu_too_old(kernel, chip))
+            choices = (False,)  # Triton: the GPU backend this chip takes
+        elif mosaic:
             choices = (True,)
         elif kernel.backend == "triton":
             choices = (False,)
@@ -99,6 +115,27 @@ def _kernel_export(lowerer: LoweringContext, kernel: Kernel, chip: str) -> jax_a
     return lowerer.share(("gpu-export", kernel.index, chip), make)
 
 
+def mosaic_gpu_capable(chip: str) -> bool:
+    """Whether Mosaic GPU can compile for the chip (sm_90, Hopper, or newer)."""
+    return gpu_target_config.compute_capability(chip) >= (9, 0)
+
+
+def _arch(chip: str) -> str:
+    major, minor = gpu_target_config.compute_capability(chip)
+    return f"sm_{major}{minor}"
+
+
+def _mosaic_gpu_too_old(kernel: Kernel, chip: str) -> LoweringError:
+    return LoweringError(
+        f"{kernel.name} is a Mosaic GPU kernel, and Mosaic GPU compiles for sm_90 (Hopper) "
+        f"or newer only: {chip} is {_arch(chip)}. Lower it for xla-gpu:H100 (or H200, "
+        f"B200); to run it on {chip}, write it as a pl.pallas_call for Pallas' Triton "
+        "backend (plgpu.TritonCompilerParams, BlockSpecs without plgpu transforms).",
+        kernel.source,
+        kind="unsupported",
+    )
+
+
 def _program_export(
     lowerer: LoweringContext, chip: str, kernel: Kernel
 ) -> jax_adapter.GpuExport | None:
@@ -109,6 +146,8 @@ def _program_export(
     """
     mosaic = kernel.kind == "plgpu.kernel" or kernel.backend == "mosaic_gpu"
     choices: tuple[bool | None, ...] = (True, None, False) if mosaic else (None, True, False)
+    if not mosaic_gpu_capable(chip):
+        choices = (False,)  # the program's kernels as Triton kernels, where they can be
 
     def make() -> jax_adapter.GpuExport | None:
         program = lowerer.program
@@ -141,6 +180,12 @@ def _export_for_chip(
         except Exception as error:
             failed = failed or explain(error, kernel, "cuda", None)
             continue
+        if not mosaic_gpu_capable(chip) and "mosaic_gpu" not in export.backends:
+            note = (
+                f"Compiled with Pallas' Triton backend: JAX's Mosaic GPU backend needs sm_90 "
+                f"(Hopper) or newer, and {chip} is {_arch(chip)}."
+            )
+            export = dataclasses.replace(export, notices=(*export.notices, note))
         if failed is not None:
             what = "this kernel" if kernel else "the program's kernels"
             used = "Mosaic GPU" if "mosaic_gpu" in export.backends else "Triton"
