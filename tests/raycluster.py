@@ -76,7 +76,7 @@ class LocalCluster:
 
     def __init__(self, folder: Path) -> None:
         """Starts the head; `folder` holds the import stub."""
-        from ray.cluster_utils import Cluster  # noqa: PLC0415 - Ray on use
+        from ray.cluster_utils import Cluster
 
         self._folder = folder
         self._cluster = self._retry(
@@ -142,7 +142,7 @@ def cluster_environment(folder: Path) -> Iterator[None]:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     single = os.environ.get(SINGLE_MACHINE)
     os.environ[SINGLE_MACHINE] = "0"
-    import ray._private.ray_constants as constants  # noqa: PLC0415 - read at Ray's import
+    import ray._private.ray_constants as constants
 
     was = constants.ENABLE_RAY_CLUSTER
     constants.ENABLE_RAY_CLUSTER = False  # this process may have imported Ray already
@@ -168,3 +168,19 @@ def wait_until(condition: Any, timeout: float = 120.0, what: str = "") -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def crash_elsewhere(value: int, pid: int) -> Any:
+    """Rebuilds a `CrashesElsewhere` here; in any other process, crashes it (a segfault)."""
+    if os.getpid() != pid:
+        import ctypes
+
+        ctypes.string_at(0)  # reads address 0: SIGSEGV, as a crashing compiler would
+    return CrashesElsewhere(value)
+
+
+class CrashesElsewhere(int):
+    """A config value (an int) that kills whichever other process unpickles it."""
+
+    def __reduce__(self) -> tuple[Any, tuple[int, int]]:
+        return (crash_elsewhere, (int(self), os.getpid()))

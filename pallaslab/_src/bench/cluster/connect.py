@@ -65,7 +65,7 @@ def connect(spec: Cluster) -> str:
         ClusterError: When no cluster answers at the address.
     """
     if ray.is_initialized():
-        return "connected"
+        return f"the Ray cluster at {_address()}"
     logging.getLogger("ray").setLevel(logging.WARNING)
     try:
         if spec.local:
@@ -78,6 +78,13 @@ def connect(spec: Cluster) -> str:
             "(start one with `ray start --head`, or use cluster='local')"
         ) from None
     return f"the Ray cluster at {spec.address}"
+
+
+def _address() -> str:
+    try:
+        return str(ray.get_runtime_context().gcs_address)
+    except Exception:  # an older Ray without it
+        return "this session's Ray"
 
 
 def find_places(spec: Cluster) -> list[Place]:

@@ -130,6 +130,7 @@ class Dispatcher:
         self.compiled = 0
         self.compile_notices: list[str] = []
         self.cancelled: list[Any] = []
+        self.submitted = 0
 
     @property
     def pending(self) -> int:
@@ -139,6 +140,7 @@ class Dispatcher:
     def submit(self, pipeline: Pipeline) -> None:
         """Starts (or starts again) a pipeline's tasks."""
         pipeline.attempts += 1
+        self.submitted += 1
         pipeline.worker = ""
         pipeline.submitted = time.perf_counter()
         compiled: Any = None

@@ -60,6 +60,7 @@ class ClusterStats:
         busy_s: Seconds the workers spent on them (their own measure).
         mean_latency_s: Mean time from a task's submission to its row.
         wall_s: The whole run, connecting included.
+        submitted: Pipelines submitted (retries included).
         cancelled: The tasks an interrupt cancelled (Ray object refs).
     """
 
@@ -67,6 +68,7 @@ class ClusterStats:
     busy_s: float
     mean_latency_s: float
     wall_s: float
+    submitted: int = 0
     cancelled: tuple[Any, ...] = ()
 
 
@@ -214,6 +216,7 @@ class _Sweep:
             busy_s=self.busy_s,
             mean_latency_s=sum(self.latency_s) / tasks if tasks else math.nan,
             wall_s=time.perf_counter() - started,
+            submitted=self.dispatcher.submitted,
             cancelled=tuple(self.dispatcher.cancelled),
         )
 
