@@ -60,6 +60,8 @@ class Settings:
             again (`pallaslab.use_persistent_cache`).
         persistent_compile_cache_dir: Its directory ("" for pallaslab's cache
             directory's `xla/`).
+        tuning_cluster: Where `%%kernel --tune` runs its configs: "" (here), "local"
+            (a Ray on this machine) or a Ray cluster's address; a default `--cluster`.
         files: The settings files that were read, lowest precedence first.
         problems: Settings that were ignored, and why.
     """
@@ -69,6 +71,7 @@ class Settings:
     interpret: bool = False
     persistent_compile_cache: bool = False
     persistent_compile_cache_dir: str = ""
+    tuning_cluster: str = ""
     files: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
 
@@ -80,6 +83,7 @@ _FIELDS: dict[str, tuple[str, tuple[str, ...] | type]] = {
     "interpret": ("interpret", bool),
     "persistentCompileCache": ("persistent_compile_cache", bool),
     "persistentCompileCacheDir": ("persistent_compile_cache_dir", str),
+    "tuningCluster": ("tuning_cluster", str),
 }
 
 
