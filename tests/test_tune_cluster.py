@@ -252,3 +252,43 @@ def test_an_interrupt_cancels_outstanding_tasks_and_keeps_finished_points(cluste
 def test_a_chip_kind_the_cluster_lacks_is_one_message(cluster):
     with pytest.raises(ClusterError, match=r"no worker for chip kind 'A100'.*B200, H100"):
         tune({"BLOCK": [128]}, Cluster(cluster.address, chips=("A100",)))
+
+
+MAGIC_CELL = """
+import jax, jax.numpy as jnp
+from jax.experimental import pallas as pl
+BLOCK = 128
+
+def run(x):
+    return pl.pallas_call(
+        scale_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(x.shape[0] // BLOCK,),
+        in_specs=[pl.BlockSpec((BLOCK,), lambda i: (i,))],
+        out_specs=pl.BlockSpec((BLOCK,), lambda i: (i,)),
+    )(x)
+
+x = jnp.arange(512, dtype=jnp.float32)
+"""
+
+
+def test_the_magic_tunes_a_cell_on_the_cluster(cluster, ip):
+    from IPython.utils.capture import capture_output
+
+    # The kernel comes from an earlier cell: the traced call carries it, not the notebook.
+    assert ip.run_cell("def scale_kernel(x_ref, o_ref):\n    o_ref[...] = x_ref[...] * 2").success
+    line = f'run(x) --ref "lambda x: 2 * x" --tune BLOCK=64,128 --cluster {cluster.address}'
+    with capture_output():
+        result = ip.run_cell(f"%%kernel {line}\n{MAGIC_CELL}")
+    assert result.success, result.error_in_exec
+    tuned = ip.user_ns["_tune"]
+    assert tuned.chips == ("B200", "H100") and tuned.state == "finished"
+    rows = pallas_rows(tuned)
+    assert sorted((r.chip, r.config["BLOCK"]) for r in rows) == [
+        ("B200", 64),
+        ("B200", 128),
+        ("H100", 64),
+        ("H100", 128),
+    ]
+    assert all(r.status == "ok" and r.correct for r in rows)
+    assert ip.user_ns["BLOCK"] == 128  # the user's names are never changed
