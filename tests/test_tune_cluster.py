@@ -15,6 +15,7 @@ import json
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 
@@ -166,6 +167,18 @@ def test_a_plain_cpu_workers_timings_serve_a_cpu_notebook(cluster):
     assert all(r.cached for r in local.rows)
     timings = {r.config["BLOCK"]: r.median_ms for r in pallas_rows(on_cpus)}
     assert {r.config["BLOCK"]: r.median_ms for r in pallas_rows(local)} == timings
+
+
+def test_a_reference_given_as_values_is_sent_once_and_checked_on_the_worker(cluster):
+    x = jnp.arange(N, dtype=jnp.float32)
+    expected = np.asarray(3 * x)  # not a callable: no baseline, values compared
+    result = pallaslab.tune(
+        make_scale, {"BLOCK": [256], "SCALE": [2.0, 3.0]}, x, ref=expected, live=False,
+        settings=FAST, cluster=Cluster(cluster.address, chips=("cpu",)),
+    )  # fmt: skip
+    verdicts = {r.config["SCALE"]: (r.status, r.correct) for r in result.rows}
+    assert verdicts == {2.0: ("wrong", False), 3.0: ("ok", True)}
+    assert [r.impl for r in result.rows] == ["pallas", "pallas"]
 
 
 def test_a_worker_lost_mid_sweep_is_survived_and_its_configs_retried(cluster):

@@ -25,9 +25,6 @@ from pallaslab._src.bench.cluster.spec import (
     ClusterError,
 )
 
-# Compile tasks never touch an accelerator: their worker processes run JAX on the CPU.
-COMPILE_RUNTIME_ENV = {"env_vars": {"JAX_PLATFORMS": "cpu"}}
-
 
 @dataclasses.dataclass(frozen=True)
 class Place:
@@ -67,10 +64,13 @@ def connect(spec: Cluster) -> str:
     if ray.is_initialized():
         return f"the Ray cluster at {_address()}"
     logging.getLogger("ray").setLevel(logging.WARNING)
-    try:
-        if spec.local:
+    if spec.local:
+        try:
             ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
-            return "a local Ray on this machine"
+        except Exception as error:
+            raise ClusterError(f"a local Ray could not start: {messages.one_line(error)}") from None
+        return "a local Ray on this machine"
+    try:
         ray.init(address=spec.address, log_to_driver=False, logging_level=logging.WARNING)
     except Exception as error:
         raise ClusterError(

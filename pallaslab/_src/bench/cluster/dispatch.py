@@ -26,7 +26,7 @@ import ray.exceptions as ray_errors
 from pallaslab._src.base import messages
 from pallaslab._src.bench import sweep
 from pallaslab._src.bench.cluster import tasks, work
-from pallaslab._src.bench.cluster.connect import COMPILE_RUNTIME_ENV, Place
+from pallaslab._src.bench.cluster.connect import Place
 from pallaslab._src.core import shipping
 
 # A node (or its raylet) went away: its tasks are retried elsewhere.
@@ -145,9 +145,10 @@ class Dispatcher:
         pipeline.submitted = time.perf_counter()
         compiled: Any = None
         if pipeline.compile_job is not None:
-            compiled = tasks.compile_task.options(runtime_env=COMPILE_RUNTIME_ENV).remote(
-                pipeline.compile_job
-            )
+            # No accelerator for it (Ray hides GPUs from tasks that ask for none), and the
+            # compile itself runs in a fresh process on the CPU; its worker process is the
+            # same kind as a CPU chip kind's timing one, so neither waits for the other's.
+            compiled = tasks.compile_task.remote(pipeline.compile_job)
             pipeline.compile_ref = compiled
             self._compiling[compiled] = pipeline
         pipeline.generator = tasks.time_task.options(**pipeline.place.options).remote(

@@ -399,7 +399,7 @@ def _context(places: list[connect.Place], chip: str | None, title: str) -> sweep
         found = None
     peak_flops, peak_label = found.peak_flops("float32") if found else (0.0, "")
     plan = live.Plan(
-        title=f"{title} ({', '.join(p.label for p in places)})",
+        title=f"{title} ({', '.join(f'{p.label} x{p.slots}' for p in places)})",
         kind="tune",
         total=0,
         x_label="config",
