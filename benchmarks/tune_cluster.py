@@ -200,6 +200,20 @@ def gpu_main(count: int) -> int:
     return 1 if failed_together or not on_gpu else 0
 
 
+def ray_round_trip(ray, count: int = 50) -> float:
+    """Seconds from submitting a task that does nothing to holding its result, on average."""
+
+    @ray.remote(num_cpus=1)
+    def nothing(value):
+        return value
+
+    ray.get(nothing.remote(0))  # a worker started
+    started = time.perf_counter()
+    for k in range(count):
+        ray.get(nothing.remote(k))
+    return (time.perf_counter() - started) / count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", type=int, default=64, help="configs in the sweep")
@@ -237,10 +251,13 @@ def main() -> None:
             if not options.skip_compile_bound:
                 run_picked(2, compiled, QUICK, args)  # warm-up: worker processes import JAX
                 results["one"] = run_picked(options.configs, compiled, QUICK, args)
-            # Overhead: the same sweep, no compile stage, one repetition, here and on one worker.
-            run_picked(2, plain, ONE_REP, args)
+            # Overhead: the same sweep, no compile stage, one repetition, here and on one worker
+            # (each warmed up first), and Ray's round trip of a task that does nothing.
+            run_picked(2, None, ONE_REP, args)
             here = run_picked(options.configs, None, ONE_REP, args)
+            run_picked(2, plain, ONE_REP, args)
             remote = run_picked(options.configs, plain, ONE_REP, args)
+            round_trip = ray_round_trip(ray)
             if not options.skip_compile_bound:
                 cluster.add_worker(None)
                 run_picked(4, compiled, QUICK, args)  # warm-up of the second node
@@ -263,13 +280,17 @@ def main() -> None:
         if max(one.load, two.load) > 2.5:
             print("  (the machine was busy: other processes' load stretches these walls)")
     assert remote.stats is not None
-    per_config = (remote.wall_s - here.wall_s) / remote.rows
     idle = (remote.wall_s - remote.stats.busy_s) / max(remote.stats.tasks, 1)
     print(
-        f"overhead per task: {per_config * 1e3:.0f} ms per config over the same sweep run "
-        f"here ({here.wall_s:.1f} s here, {remote.wall_s:.1f} s on one worker, load "
-        f"{remote.load:.1f}); the one worker idle between configs: {idle * 1e3:.0f} ms each "
-        "(tracing and exporting here, sending, scheduling, the row back)"
+        f"overhead per task: Ray's round trip of an empty task {round_trip * 1e3:.1f} ms; "
+        f"in the sweep, the one worker idle between configs {idle * 1e3:.0f} ms each (a "
+        "config traced and exported here, sent, scheduled, its row back; load "
+        f"{remote.load:.1f})"
+    )
+    print(
+        f"the same {remote.rows}-config sweep without compiles: {here.wall_s:.1f} s here, "
+        f"{remote.wall_s:.1f} s on one worker ({remote.wall_s / here.wall_s:.2f}x: on a "
+        "cluster the tracing here overlaps the worker's timing)"
     )
 
 

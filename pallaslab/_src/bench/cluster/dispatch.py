@@ -40,6 +40,9 @@ _WORKER_LOST = (
 )
 # Losses of nodes a pipeline survives beyond its retries (a cluster shrinking under it).
 _EXTRA_NODE_LOSSES = 3
+# Statuses of rows about a worker, not a config's result: never cached.
+CRASHED = "failed: crashed its worker"
+WORKER_FAILURES = (CRASHED, "failed on the worker", "failed: its workers kept being lost")
 
 
 @dataclasses.dataclass
@@ -269,7 +272,7 @@ class Dispatcher:
             tries = pipeline.attempts
             self._fail(
                 pipeline,
-                "failed: crashed its worker",
+                CRASHED,
                 f"the worker process died on this config on {tries} attempt"
                 f"{'s' if tries != 1 else ''} ({reason}); the rest of the sweep went on",
             )

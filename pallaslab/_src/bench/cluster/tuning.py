@@ -29,7 +29,7 @@ from pallaslab._src.base import messages
 from pallaslab._src.bench import cache as tune_cache
 from pallaslab._src.bench import live, roofline, sweep
 from pallaslab._src.bench.cluster import connect
-from pallaslab._src.bench.cluster.dispatch import Arrival, Dispatcher, Pipeline
+from pallaslab._src.bench.cluster.dispatch import WORKER_FAILURES, Arrival, Dispatcher, Pipeline
 from pallaslab._src.bench.cluster.spec import Cluster, ClusterError
 from pallaslab._src.bench.cluster.work import CompileJob, TimeJob
 from pallaslab._src.bench.configs import config_label, configs_of
@@ -195,7 +195,8 @@ class _Sweep:
         self.latency_s.append(arrival.latency_s)
         row, key = arrival.row, arrival.pipeline.key
         self.emit(row)
-        if row.status == "ok" and not row.cached and key:
+        # As a local run caches every config it tried, save what only the worker knew.
+        if key and not row.cached and row.status not in WORKER_FAILURES:
             entry = dataclasses.replace(row, retries=0, retry_reason="", worker="").to_json()
             self.fresh.setdefault(arrival.pipeline.place.label, {})[key] = entry
 
@@ -253,6 +254,9 @@ class _Sweep:
         exports: dict[tuple[str, str], shipping.Shipped | str] = {}
         for place in self.places:
             cached = cached_row(self.stored.get(place.label, {}), key)
+            if cached is not None and (self.ref is None or cached.status not in ("ok", "wrong")):
+                self.emit(dataclasses.replace(cached, chip=place.label))  # nothing to check
+                continue
             shipped = _export(exports, built, place.platform, place.chip, place)
             if isinstance(shipped, str):
                 failed(place, "failed to lower", shipped)
