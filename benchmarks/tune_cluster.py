@@ -177,8 +177,8 @@ def gpu_main(count: int) -> int:
             build, chosen = picked(space, count)
             started = time.perf_counter()
             result = pallaslab.tune(
-                build, chosen, a, b, ref=lambda a, b: (a.astype(jnp.float32)
-                                                       @ b.astype(jnp.float32)).astype(a.dtype),
+                build, chosen, a, b,
+                ref=lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32),
                 cache=False, live=True, cluster=pallaslab.Cluster(cluster.address),
             )  # fmt: skip
             wall = time.perf_counter() - started
