@@ -21,10 +21,11 @@ from jax.experimental import pallas as pl
 
 import pallaslab
 from pallaslab._src.bench import harness
-from pallaslab._src.bench.cluster import tuning
+from pallaslab._src.bench.cluster import tasks, tuning
 from pallaslab._src.bench.cluster.spec import Cluster, ClusterError
 
 ray = pytest.importorskip("ray", reason="needs Ray: pip install 'pallaslab[cluster]'")
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: E402
 
 from tests.raycluster import CrashesElsewhere, LocalCluster, cluster_environment  # noqa: E402
 
@@ -185,6 +186,10 @@ def test_a_worker_lost_mid_sweep_is_survived_and_its_configs_retried(cluster):
     third = cluster.add_worker("H100")  # two H100 nodes: one will be lost
     doomed = third.node_id[:6]
     killed = []
+    # Its worker process started (JAX imported) before the sweep, so it takes configs.
+    on_third = NodeAffinitySchedulingStrategy(third.node_id, soft=False)
+    warm = tasks.probe_task.options(scheduling_strategy=on_third, num_cpus=1).remote()
+    assert ray.get(warm, timeout=300).node == third.node_id
 
     class KillOnStart:
         """Kills the third node as soon as it has started a config."""
@@ -206,7 +211,7 @@ def test_a_worker_lost_mid_sweep_is_survived_and_its_configs_retried(cluster):
 
     # Each timing takes a second or more, so the kill lands while one runs.
     slow = dataclasses.replace(FAST, warmup_s=1.0)
-    blocks = [16, 32, 64, 128, 256]
+    blocks = [8, 16, 32, 64, 128, 256]
     result = tune({"BLOCK": blocks}, Cluster(cluster.address, chips=("H100",)), settings=slow,
                   live=KillOnStart())  # fmt: skip
     assert killed, "the third node never started a config"
@@ -256,10 +261,15 @@ def test_an_interrupt_cancels_outstanding_tasks_and_keeps_finished_points(cluste
     stats = tuning.last_stats
     cancelled = stats.cancelled
     assert len(cancelled) == stats.submitted - 1 >= 1  # every task sent and not finished
-    for task in cancelled:
+    for task in cancelled:  # each stream ends cancelled (after "started", if it had)
         with pytest.raises(ray.exceptions.TaskCancelledError):
-            ray.get(next(task), timeout=120)
+            drain(task)
     assert any("cancelled on the cluster" in n for n in result.notices)
+
+
+def drain(stream):
+    """Every event of a task's stream (raising what its end raises)."""
+    return [ray.get(event, timeout=120) for event in stream]
 
 
 def test_a_chip_kind_the_cluster_lacks_is_one_message(cluster):
