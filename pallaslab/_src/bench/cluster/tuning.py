@@ -62,6 +62,8 @@ class ClusterStats:
         wall_s: The whole run, connecting included.
         submitted: Pipelines submitted (retries included).
         cancelled: The tasks an interrupt cancelled (Ray object refs).
+        driver_s: Seconds this process spent building, tracing and exporting configs
+            (serial: it bounds how fast configs reach the workers).
     """
 
     tasks: int
@@ -70,6 +72,7 @@ class ClusterStats:
     wall_s: float
     submitted: int = 0
     cancelled: tuple[Any, ...] = ()
+    driver_s: float = 0.0
 
 
 #: The last cluster run's figures.
@@ -113,7 +116,9 @@ def tune_on_cluster(
     try:
         for config in configs:
             run.dispatcher.poll(0)
+            submitting = time.perf_counter()
             run.submit_config(config)
+            run.driver_s += time.perf_counter() - submitting
         if callable(ref) and run.first is not None:
             for place in run.places:
                 run.submit_baseline(place)
@@ -181,6 +186,7 @@ class _Sweep:
         self.first_work: roofline.Work | None = None
         self.last_inputs: tuple[tuple[int, ...], str] = ((), "")
         self.busy_s = 0.0
+        self.driver_s = 0.0
         self.latency_s: list[float] = []
         self.dispatcher = Dispatcher(spec.retries, self.arrived, self.workers)
 
@@ -219,6 +225,7 @@ class _Sweep:
             wall_s=time.perf_counter() - started,
             submitted=self.dispatcher.submitted,
             cancelled=tuple(self.dispatcher.cancelled),
+            driver_s=self.driver_s,
         )
 
     # -- what is sent -------------------------------------------------------------------
