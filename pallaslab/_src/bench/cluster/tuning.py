@@ -33,7 +33,7 @@ from pallaslab._src.bench.cluster.dispatch import WORKER_FAILURES, Arrival, Disp
 from pallaslab._src.bench.cluster.spec import Cluster, ClusterError
 from pallaslab._src.bench.cluster.work import CompileJob, TimeJob
 from pallaslab._src.bench.configs import config_label, configs_of
-from pallaslab._src.bench.trial import Built, build_config, trace_config
+from pallaslab._src.bench.trial import Built, build_config, lowering_error, trace_config
 from pallaslab._src.bench.tunekeys import (
     BASELINE_KEY,
     cached_row,
@@ -259,7 +259,14 @@ class _Sweep:
         work = roofline.program_work(traced.kernels, traced.args, traced.outputs)
         self.first_work = self.first_work or work
         exports: dict[tuple[str, str], shipping.Shipped | str] = {}
+        # As a local run checks on a CPU: kernels written for a GPU must lower for CUDA
+        # (where a compile target is set, its export checks that).
+        unchecked = [p for p in self.places if _emulated_unchecked(self.spec, p)]
+        lowering = lowering_error(traced, self.notices) if unchecked else ""
         for place in self.places:
+            if lowering and place in unchecked:
+                failed(place, "failed to lower", lowering)
+                continue
             cached = cached_row(self.stored.get(place.label, {}), key)
             if cached is not None and (self.ref is None or cached.status not in ("ok", "wrong")):
                 self.emit(dataclasses.replace(cached, chip=place.label))  # nothing to check
@@ -464,6 +471,11 @@ def _compile_target(spec: Cluster, place: connect.Place) -> str | None:
     if place.info.backend == "tpu" and place.chip:
         return f"tpu-compile:{place.chip}"
     return None
+
+
+def _emulated_unchecked(spec: Cluster, place: connect.Place) -> bool:
+    """Whether `place` emulates on a CPU with no compile that would check the lowering."""
+    return place.platform == "cpu" and _compile_target(spec, place) is None
 
 
 def _peaks(place: connect.Place, dtype: str) -> tuple[float, float]:
