@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from typing import Any
 
 import ray
@@ -64,14 +65,22 @@ def connect(spec: Cluster) -> str:
     if ray.is_initialized():
         return f"the Ray cluster at {_address()}"
     logging.getLogger("ray").setLevel(logging.WARNING)
+    # Ray starts its processes with fork + exec, which JAX warns about in vain.
+    quiet = warnings.catch_warnings()
     if spec.local:
         try:
-            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+            with quiet:
+                warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+                ray.init(
+                    include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING
+                )
         except Exception as error:
             raise ClusterError(f"a local Ray could not start: {messages.one_line(error)}") from None
         return "a local Ray on this machine"
     try:
-        ray.init(address=spec.address, log_to_driver=False, logging_level=logging.WARNING)
+        with quiet:
+            warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+            ray.init(address=spec.address, log_to_driver=False, logging_level=logging.WARNING)
     except Exception as error:
         raise ClusterError(
             f"no Ray cluster answers at {spec.address!r}: {messages.one_line(error)} "
