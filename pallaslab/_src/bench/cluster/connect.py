@@ -152,18 +152,24 @@ def _generic(resources: dict[str, float]) -> str:
 def _options(
     label: str, resources: dict[str, float], nodes: list[dict[str, Any]], offered: list[str]
 ) -> tuple[dict[str, Any], int]:
-    """Ray options landing a task on a worker of chip kind `label`, and how many fit."""
+    """Ray options landing a task on a worker of chip kind `label`, and how many fit.
+
+    A task timing on an accelerator holds it and no CPU (its CPU waits on the device):
+    compile tasks, which hold a CPU each, never keep a GPU waiting. Ray gives a GPU task
+    its own GPU (CUDA_VISIBLE_DEVICES) and, by its default for GPU tasks, a fresh worker
+    process. A task timing on a CPU (the emulator) holds one CPU.
+    """
     lowered = label.lower()
     if lowered == "cpu":
         return {"num_cpus": 1}, max(1, int(resources.get("CPU", 1)))
     if lowered == "gpu":
         _require(resources.get("GPU"), label, offered)
-        return {"num_cpus": 1, "num_gpus": 1}, int(resources["GPU"])
+        return {"num_cpus": 0, "num_gpus": 1}, int(resources["GPU"])
     if lowered == "tpu":
         _require(resources.get("TPU"), label, offered)
         # One process owns a TPU host's chips: one timing task per host.
         per_host = max(n.get("Resources", {}).get("TPU", 0) for n in nodes)
-        return {"num_cpus": 1, "resources": {"TPU": per_host}}, max(
+        return {"num_cpus": 0, "resources": {"TPU": per_host}}, max(
             1, int(resources["TPU"] // max(per_host, 1))
         )
     name = CHIP_RESOURCE_PREFIX + label
@@ -171,7 +177,7 @@ def _options(
     hosts = [n.get("Resources", {}) for n in nodes if n.get("Resources", {}).get(name)]
     task: dict[str, Any] = {"num_cpus": 1, "resources": {name: 1}}
     if hosts and all(h.get("GPU") for h in hosts):
-        task["num_gpus"] = 1  # Ray then gives each task its own GPU (CUDA_VISIBLE_DEVICES)
+        task.update(num_cpus=0, num_gpus=1)
     return task, int(resources[name])
 
 
