@@ -137,6 +137,19 @@ def run_picked(count, cluster, settings, args, space=SPACE) -> Sweep:
     return Sweep(wall, len(pallas), len(pallas) - len(bad), (started_load + load()) / 2, stats)
 
 
+def gpu_count() -> int:
+    """The GPUs nvidia-smi lists here (0 without it)."""
+    import subprocess
+
+    try:
+        listed = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in listed.splitlines() if line.startswith("GPU "))
+
+
 def gpu_main(count: int) -> int:
     """A sweep through a one-node Ray cluster on this GPU machine (see the docstring)."""
     import importlib.util
@@ -168,7 +181,9 @@ def gpu_main(count: int) -> int:
         os.environ["JAX_PLATFORMS"] = "cuda"
         os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
         cluster = LocalCluster(folder)
-        node = cluster.add_worker(None, num_cpus=max(2, (os.cpu_count() or 2) - 1))
+        node = cluster.add_worker(
+            None, num_cpus=max(2, (os.cpu_count() or 2) - 1), num_gpus=gpu_count()
+        )
         os.environ["JAX_PLATFORMS"] = "cpu"
         ray.init(address=cluster.address, log_to_driver=False)
         try:

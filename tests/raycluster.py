@@ -108,12 +108,13 @@ class LocalCluster:
                     raise
         raise AssertionError("unreachable")
 
-    def add_worker(self, chip: str | None, num_cpus: int = 1) -> Any:
-        """A worker node with `num_cpus` CPUs (and chip kind `chip`, when given)."""
+    def add_worker(self, chip: str | None, num_cpus: int = 1, num_gpus: int = 0) -> Any:
+        """A worker node with `num_cpus` CPUs, `num_gpus` GPUs and chip kind `chip` if given."""
         resources = {f"pallaslab-chip-{chip}": 1} if chip else {}
         return self._retry(
             lambda: self._cluster.add_node(
-                wait=True, **self._node_args(num_cpus=num_cpus, resources=resources)
+                wait=True,
+                **self._node_args(num_cpus=num_cpus, num_gpus=num_gpus, resources=resources),
             )
         )
 
