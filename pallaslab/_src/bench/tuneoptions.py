@@ -13,8 +13,8 @@ from pallaslab._src.bench.live import Observer
 class TuneOptions:
     """How a tuning run measures and caches, beside what it tunes.
 
-    `cache`, `retune`, `live`, `settings`, `chip` and `seed` are `tune`'s arguments of
-    those names; two more serve the magic's `--tune`:
+    `cache`, `retune`, `live`, `settings`, `chip`, `seed` and `cluster` are `tune`'s
+    arguments of those names; two more serve the magic's `--tune`:
 
     Attributes:
         cache_dir: Where cache files live (default: `base.paths.cache_dir()`).
