@@ -5,7 +5,8 @@ per verb:
 
 - Functions take a callable and its arguments: `pallaslab.inspect(fn, *args)`,
   `check(fn, ref, *args)`, `bench(fn, make_args, sizes, ref=...)`,
-  `tune(build, space, *args)`, `measure(fn, *args)`, `emulate(fn)`,
+  `tune(build, space, *args)` (also on a Ray cluster: `cluster=`, `Cluster`),
+  `measure(fn, *args)`, `emulate(fn)`,
   `hints(fn, *args)`; `diff(a, b)` compares two inspections.
 - Methods act on an inspection (what `inspect` returns): `.run()`, `.check(ref)`,
   `.lower("ptx:sm_90")` (any of `targets()`), `.tiles()`, `.merit()`,
@@ -37,6 +38,7 @@ if _TYPE_CHECKING:
     from pallaslab._src.api import hints as hints
     from pallaslab._src.api import save_tiles as save_tiles
     from pallaslab._src.api import settings as settings
+    from pallaslab._src.bench.cluster.spec import Cluster as Cluster
     from pallaslab._src.bench.harness import TimerSettings as TimerSettings
     from pallaslab._src.bench.harness import measure as measure
     from pallaslab._src.bench.sweep import bench as bench
@@ -65,6 +67,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "tune": ("pallaslab._src.bench.tune", "tune"),
     "measure": ("pallaslab._src.bench.harness", "measure"),
     "TimerSettings": ("pallaslab._src.bench.harness", "TimerSettings"),
+    "Cluster": ("pallaslab._src.bench.cluster.spec", "Cluster"),
     "emulate": ("pallaslab._src.core.emulator", "emulate"),
     "hints": ("pallaslab._src.api", "hints"),
     "diff": ("pallaslab._src.core.diffing", "diff"),
@@ -85,6 +88,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 __all__ = [
+    "Cluster",
     "TimerSettings",
     "__version__",
     "bench",

@@ -32,6 +32,7 @@ HEAVY = (
     "pallaslab._src.course",
     "pallaslab._src.views",
     "pallaslab._src.core",
+    "ray",
 )
 
 
@@ -57,6 +58,16 @@ def test_the_probe_sees_what_a_name_loads():
     loaded = _loaded_after("import pallaslab\npallaslab.inspect")
     assert "jax" in loaded and "pallaslab._src.core.inspection" in loaded
     assert "pallaslab._src.views.inspector" not in loaded and "pandas" not in loaded
+
+
+def test_tuning_loads_ray_only_for_a_cluster():
+    # The magic and `pallaslab.tune` are loaded, tuning here is set up: Ray is not.
+    loaded = _loaded_after(
+        "import pallaslab\nimport pallaslab._src.magic\npallaslab.tune\n"
+        "from pallaslab._src.bench.cluster.spec import cluster_spec\ncluster_spec(None)"
+    )
+    assert "pallaslab._src.bench.tune" in loaded
+    assert not [m for m in loaded if m == "ray" or m.startswith("ray.")]
 
 
 def test_dir_lists_exactly_all_and_every_name_resolves():

@@ -258,3 +258,48 @@ def test_one_point_is_drawn_as_bars_not_as_an_axis_of_sizes():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["the cell's inputs"]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["pallas", "xla"]
+
+
+def test_a_cluster_sweep_shows_each_chip_kind_worker_and_retry():
+    from pallaslab._src.views.benchview import summary_text
+
+    tuning = plan(kind="tune", x_label="config", total=4).to_json()
+    rows = [
+        row("pallas", 0, 2.0, point="BLOCK=64", x=None, chip="H100", worker="node a1 · pid 7"),
+        row("pallas", 0, 3.0, point="BLOCK=64", x=None, chip="B200", worker="node b2 · pid 9"),
+        row(
+            "pallas",
+            0,
+            1.0,
+            point="BLOCK=128",
+            x=None,
+            chip="H100",
+            worker="node a1 · pid 7",
+            retries=1,
+            retry_reason="its node was lost",
+        ),
+        row("xla", 0, 5.0, point="XLA baseline", x=None, chip="H100", worker="node a1 · pid 7"),
+    ]
+    view = BenchView()
+    view.begin(plan(kind="tune", x_label="config", total=4))
+    states = [
+        {"worker": "node a1 · pid 7", "chip": "H100", "done": 3, "running": "", "lost": False},
+        {"worker": "node c3 · pid 5", "chip": "B200", "done": 0, "running": "", "lost": True},
+    ]
+    view.workers(states, 2)
+    assert view.progress["workers"] == states and view.progress["compiled"] == 2
+    progress = {**view.progress, "state": "finished", "done": 4}
+    text = summary_text(tuning, rows, progress)
+    assert "pallas BLOCK=128 on H100: 1 ms (retried: its node was lost)" in text
+    assert "node c3 · pid 5 (B200): 0 done, lost (its configs are tried again elsewhere)" in text
+    page = static_html(tuning, rows, progress)
+    assert "<th>chip</th><th>worker</th><th>retried</th>" in page
+    assert "<td>1x: its node was lost</td>" in page
+    assert "<th>chip</th>" not in static_html(tuning, [row("pallas", 0, 1.0)], progress)
+    # The static plot: one line per chip kind, the baseline dashed on its chip.
+    from matplotlib.figure import Figure
+
+    ax = Figure().subplots()
+    benchplot._metric_axes(ax, tuning, rows, "time")
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert sorted(legend) == ["XLA baseline on H100", "pallas · B200", "pallas · H100"]

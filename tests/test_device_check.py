@@ -80,9 +80,11 @@ def test_dry_run_prints_the_plan_and_passes_ready_wheels(tmp_path):
         "resources",
         "races",
         "mosaic-gpu",
+        "cluster",
     ):
         assert f"  {name} " in done.stdout, name
     assert "gpu_mosaic.py" in done.stdout
+    assert "tune_cluster.py --gpu" in done.stdout
     assert "JAX_PLATFORMS=cpu" in done.stdout and "JAX_PLATFORMS=cuda" in done.stdout
     assert "nbval" in done.stdout and "gpu_table.py" in done.stdout
     assert "wheels: ready" in done.stdout

@@ -163,8 +163,8 @@ def test_the_key_is_what_was_traced_and_the_reference():
     numpy_ref = tunekeys.reference_digest(lambda x: np.asarray(x) * 2, built)
     assert numpy_ref.startswith("values:")
     assert numpy_ref == tunekeys.reference_digest(np.full((64,), 2.0, np.float32), built)
-    file_key = tunekeys.file_key(built, _context())
-    assert {"inputs", "device", "backend", "jax", "jaxlib", "pallaslab"} <= set(file_key)
+    file_key = tunekeys.file_key(built, tunekeys.local_measurer(_context()))
+    assert {"inputs", "device", "backend", "chip", "jax", "jaxlib", "pallaslab"} <= set(file_key)
     assert file_key["inputs"] == [[[64], "float32"]]
     assert file_key["jaxlib"]
 

@@ -1047,6 +1047,19 @@ export interface IBenchRow {
   note: string;
   method: string;
   cached: boolean;
+  chip: string;
+  worker: string;
+  retries: number;
+  retry_reason: string;
+}
+
+/** One worker of a cluster sweep: what it measured and what it measures now. */
+export interface IBenchWorker {
+  worker: string;
+  chip: string;
+  done: number;
+  running: string;
+  lost: boolean;
 }
 
 /** How far a run is. */
@@ -1058,6 +1071,8 @@ export interface IBenchProgress {
   elapsedS?: number;
   etaS?: number | null;
   current?: string;
+  workers?: IBenchWorker[];
+  compiled?: number;
 }
 
 export type BenchMetric = 'time' | 'tflops' | 'gbps' | 'roofline' | 'table';

@@ -15,6 +15,7 @@ from IPython.display import display
 from pallaslab._src.base import messages, sources
 from pallaslab._src.base.argparsing import did_you_mean
 from pallaslab._src.base.textscan import top_level
+from pallaslab._src.bench.cluster.spec import ClusterError
 from pallaslab._src.core import diffing, session
 from pallaslab._src.core.diagnose import Diagnosis
 from pallaslab._src.core.session import MAGIC_LINE, CellError, CellOptions, execute_cell
@@ -118,6 +119,13 @@ class KernelMagics(Magics):
         f"it, keep the best; results are cached on disk; the result is kept as '{TUNE_NAME}'.",
     )
     @argument("--retune", action="store_true", help="With --tune: measure cached configs again.")
+    @argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="With --tune: run the configs on a Ray cluster ('local', or an address such as "
+        "head:6379): each traced here, compiled on the cluster's CPUs, timed and checked on "
+        "each chip kind its workers offer; 'none' tunes here whatever the settings say.",
+    )
     @argument(
         "--name",
         default=DEFAULT_NAME,
@@ -297,9 +305,12 @@ class KernelMagics(Magics):
                     retune=options.retune,
                     interpret=options.interpret,
                     live=DisplayedBench(),
+                    cluster=self._cluster(options.cluster, user_settings.tuning_cluster),
                 )
             except CellError as error:
                 raise KernelCellError(error.diagnosis) from None
+            except ClusterError as error:
+                raise magic_line_error(f"--cluster: {messages.error_text(error)}") from None
             shell.user_ns[TUNE_NAME] = result
 
     def _parse(self, line: str) -> tuple[str | None, Any, dict[str, list[Any]]]:
@@ -345,6 +356,13 @@ class KernelMagics(Magics):
         if options.chip:
             options.chip = _chip_name(options.chip)
         space = _tune_space(call, options.tune)
+        if options.cluster is not None:
+            if not space:
+                raise magic_line_error(
+                    "--cluster runs a tuning sweep on a Ray cluster; give the configs, as in "
+                    "%%kernel matmul(a, b) --tune BLOCK_M=64,128 --cluster local"
+                )
+            self._cluster(options.cluster, "")  # no Ray: one message, before the cell runs
         options.reproducer = unquote(options.reproducer)
         if options.reproducer and call is None:
             raise UsageError(
@@ -362,6 +380,20 @@ class KernelMagics(Magics):
                 "%%kernel matmul(a, b) --bench"
             )
         return call, options, space
+
+    @staticmethod
+    def _cluster(given: str | None, setting: str) -> Any:
+        """The cluster `--cluster` (else the "Tuning cluster" setting) names, or None.
+
+        Raises:
+            UsageError: Naming the magic line, when Ray is not installed.
+        """
+        from pallaslab._src.bench.cluster.spec import cluster_spec  # noqa: PLC0415
+
+        try:
+            return cluster_spec(unquote(given) if given is not None else setting)
+        except ClusterError as error:
+            raise magic_line_error(f"--cluster: {messages.error_text(error)}") from None
 
     def _keep(self, name: str, found: Any) -> None:
         """Keeps and shows what a flag made; a sentence instead goes to stderr."""

@@ -44,6 +44,11 @@ export function num(v: unknown, digits = 3): string {
   return String(Number(v.toPrecision(digits)));
 }
 
+/** A row's line in the plot: its implementation, and on a cluster its chip kind. */
+export function seriesOf(r: IBenchRow): string {
+  return r.chip ? `${r.impl} \u00b7 ${r.chip}` : r.impl;
+}
+
 function colourOf(impl: string, impls: string[]): string {
   return (
     IMPL_COLOURS[impl] ??
@@ -284,11 +289,12 @@ function metricPlot(
         : (plan.x_label ?? '') + (xLog ? ' (log scale)' : ''),
     label + (yLog ? ' (log)' : '')
   );
-  const impls = [...new Set(rows.map(r => r.impl))];
+  const impls = [...new Set(rows.map(seriesOf))];
   for (const impl of impls) {
     const colour = colourOf(impl, impls);
-    const mine = measured.filter(r => r.impl === impl);
-    if (tune && impl === 'xla') {
+    const mine = measured.filter(r => seriesOf(r) === impl);
+    const baseline = mine.length > 0 && mine[0].impl === 'xla';
+    if (tune && baseline) {
       for (const r of mine) {
         plot.append(
           svg(
@@ -300,9 +306,15 @@ function metricPlot(
               y2: y(value(r, key)),
               stroke: colour,
               'stroke-dasharray': '6 4',
-              'data-impl': impl
+              'data-impl': r.impl,
+              'data-chip': r.chip || undefined
             },
-            svg('title', {}, `XLA baseline: ${num(value(r, key))} ${label}`)
+            svg(
+              'title',
+              {},
+              `XLA baseline${r.chip ? ` on ${r.chip}` : ''}: ` +
+                `${num(value(r, key))} ${label}`
+            )
           )
         );
       }
@@ -339,7 +351,8 @@ function metricPlot(
               height: Math.max(0, H - M.bottom - top),
               fill: colour,
               class: 'pl-plot-bar',
-              'data-impl': impl,
+              'data-impl': r.impl,
+              'data-chip': r.chip || undefined,
               'data-point': r.point
             },
             svg(
@@ -376,7 +389,8 @@ function metricPlot(
             fill: wrong ? '#fff' : colour,
             stroke: wrong ? '#cf222e' : colour,
             'stroke-width': wrong ? 2 : 1,
-            'data-impl': impl,
+            'data-impl': r.impl,
+            'data-chip': r.chip || undefined,
             'data-point': r.point
           },
           svg(
@@ -563,7 +577,7 @@ function roofline(
       `${roof.name} roof \u00b7 ridge ${num(ridge)} FLOP/B`
     )
   );
-  const impls = [...new Set(rows.map(r => r.impl))];
+  const impls = [...new Set(rows.map(seriesOf))];
   if (plan.backend === 'cpu') {
     for (const v of intensities) {
       plot.append(
@@ -606,7 +620,7 @@ function roofline(
           cx: x(intensity(r)),
           cy: y(achieved[i]),
           r: 4,
-          fill: colourOf(r.impl, impls),
+          fill: colourOf(seriesOf(r), impls),
           'data-impl': r.impl
         },
         svg(
@@ -649,28 +663,59 @@ const TABLE_COLUMNS: [keyof IBenchRow, string][] = [
   ['status', 'status']
 ];
 
+// A cluster's columns: shown when some row has them.
+const CLUSTER_COLUMNS: [keyof IBenchRow, string][] = [
+  ['chip', 'chip'],
+  ['worker', 'worker'],
+  ['retries', 'retried']
+];
+
+/** The table's columns: the usual ones, and a cluster's where some row has them. */
+export function tableColumns(rows: IBenchRow[]): [keyof IBenchRow, string][] {
+  const extra = CLUSTER_COLUMNS.filter(([k]) => rows.some(r => r[k]));
+  return [...TABLE_COLUMNS.slice(0, 2), ...extra, ...TABLE_COLUMNS.slice(2)];
+}
+
+function tableCell(r: IBenchRow, k: keyof IBenchRow): string {
+  if (k === 'retries') {
+    return r.retries ? `${r.retries}x: ${r.retry_reason}` : '';
+  }
+  return (
+    (typeof r[k] === 'number' ? num(r[k], 4) : String(r[k] ?? '')) +
+    (k === 'status' && r.cached ? ' (cached)' : '')
+  );
+}
+
 function rowsTable(rows: IBenchRow[]): HTMLElement {
+  const columns = tableColumns(rows);
   return h(
     'div',
     { class: 'pl-bench-table' },
     table(
-      TABLE_COLUMNS.map(c => c[1]),
-      rows.map(r =>
-        TABLE_COLUMNS.map(
-          ([k]) =>
-            (typeof r[k] === 'number' ? num(r[k], 4) : String(r[k] ?? '')) +
-            (k === 'status' && r.cached ? ' (cached)' : '')
-        )
-      )
+      columns.map(c => c[1]),
+      rows.map(r => columns.map(([k]) => tableCell(r, k)))
     )
   );
 }
 
-/** The fastest Pallas row that ran and matched. */
-export function bestOf(rows: IBenchRow[]): IBenchRow | null {
+/** On a cluster, one line per worker: chip kind, configs done, what it times now. */
+export function workerLines(progress: Partial<IBenchProgress>): string[] {
+  return (progress.workers ?? []).map(w => {
+    const doing = w.lost
+      ? 'lost (its configs are tried again elsewhere)'
+      : w.running
+        ? `timing ${w.running}`
+        : 'idle';
+    return `${w.worker} (${w.chip}): ${w.done} done, ${doing}`;
+  });
+}
+
+/** The fastest Pallas row that ran and matched (on `chip`, when given). */
+export function bestOf(rows: IBenchRow[], chip?: string): IBenchRow | null {
   const ok = rows.filter(
     r =>
       r.impl === 'pallas' &&
+      (chip === undefined || r.chip === chip) &&
       r.status === 'ok' &&
       r.correct !== false &&
       (r.median_ms ?? 0) > 0
@@ -759,7 +804,8 @@ function legendMarker(
     class: 'pl-legend-marker',
     'data-impl': impl
   });
-  if (plan.kind === 'tune' && impl === 'xla') {
+  const baseline = rows.find(r => seriesOf(r) === impl)?.impl === 'xla';
+  if (plan.kind === 'tune' && baseline) {
     marker.dataset.shape = 'dashed';
     marker.append(legendLine(colour, { 'stroke-dasharray': '6 4' }));
     return marker;
@@ -771,7 +817,9 @@ function legendMarker(
     );
     return marker;
   }
-  const mine = rows.filter(r => r.impl === impl && typeof r.x === 'number');
+  const mine = rows.filter(
+    r => seriesOf(r) === impl && typeof r.x === 'number'
+  );
   const lined =
     plan.kind !== 'tune' &&
     metric !== 'roofline' &&
@@ -783,6 +831,19 @@ function legendMarker(
   }
   marker.append(svg('circle', { cx: 12, cy: 6, r: 4, fill: colour }));
   return marker;
+}
+
+/** A legend entry's words: the XLA baseline said as such, on its chip kind. */
+function legendText(series: string, plan: Partial<IBenchPlan>): string {
+  const [impl, chip] = series.split(' \u00b7 ');
+  if (impl !== 'xla') {
+    return series;
+  }
+  const what =
+    plan.kind === 'tune'
+      ? 'XLA baseline (reference under jax.jit)'
+      : 'XLA (reference under jax.jit)';
+  return chip ? `${what} on ${chip}` : what;
 }
 
 /**
@@ -870,6 +931,22 @@ export function renderBench({
         h('span', { class: 'pl-progress-text', text: status })
       )
     );
+    const workers = workerLines(p);
+    if (workers.length) {
+      const compiled = p.compiled
+        ? [`${p.compiled} config(s) compiled on the cluster's CPUs`]
+        : [];
+      root.append(
+        h(
+          'ul',
+          {
+            class: 'pl-workers',
+            style: 'margin: 2px 10px; padding-left: 18px'
+          },
+          ...[...workers, ...compiled].map(line => h('li', { text: line }))
+        )
+      );
+    }
     const bar = h('div', { class: 'pl-toolbar', style: 'margin: 4px 10px' });
     for (const [id, title] of METRICS) {
       bar.append(
@@ -899,7 +976,7 @@ export function renderBench({
         metricPlot(plan, rows, metric in METRIC_KEYS ? metric : 'time')
       );
     }
-    const impls = [...new Set(rows.map(r => r.impl))];
+    const impls = [...new Set(rows.map(seriesOf))];
     root.append(
       h(
         'div',
@@ -909,28 +986,28 @@ export function renderBench({
             'span',
             {},
             legendMarker(i, impls, plan, rows, metric),
-            i === 'xla'
-              ? plan.kind === 'tune'
-                ? 'XLA baseline (reference under jax.jit)'
-                : 'XLA (reference under jax.jit)'
-              : i
+            legendText(i, plan)
           )
         )
       )
     );
     if (plan.kind === 'tune' && p.state && p.state !== 'running') {
-      const best = bestOf(rows);
-      root.append(
-        h(
-          'p',
-          { style: 'margin: 4px 10px' },
-          h('b', {
-            text: best
-              ? `Best: ${best.point} (${num(best.median_ms, 4)} ms)`
-              : 'No config ran and matched the reference.'
-          })
-        )
-      );
+      const chips = [...new Set(rows.map(r => r.chip).filter(c => c))];
+      for (const chip of chips.length ? chips : [undefined]) {
+        const best = bestOf(rows, chip);
+        const where = chip ? ` on ${chip}` : '';
+        root.append(
+          h(
+            'p',
+            { style: 'margin: 4px 10px' },
+            h('b', {
+              text: best
+                ? `Best${where}: ${best.point} (${num(best.median_ms, 4)} ms)`
+                : `No config ran and matched the reference${where}.`
+            })
+          )
+        );
+      }
     }
     const failures = rows.filter(r => r.error);
     if (failures.length) {
@@ -942,7 +1019,9 @@ export function renderBench({
             h(
               'div',
               {},
-              h('b', { text: `${r.point}: ${r.status}` }),
+              h('b', {
+                text: `${r.point}${r.chip ? ` on ${r.chip}` : ''}: ${r.status}`
+              }),
               ' ',
               h('code', { text: r.error })
             )

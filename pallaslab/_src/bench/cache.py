@@ -21,6 +21,15 @@ from typing import Any
 
 from pallaslab._src.base.paths import cache_dir
 
+#: A cache directory shared by the hosts of a cluster (and the notebooks using it).
+SHARED_ENV = "PALLASLAB_SHARED_CACHE_DIR"
+
+
+def shared_dir() -> Path | None:
+    """The shared cache directory, `$PALLASLAB_SHARED_CACHE_DIR` (None when unset)."""
+    found = os.environ.get(SHARED_ENV, "").strip()
+    return Path(found) if found else None
+
 
 def digest(value: Any) -> str:
     """A stable short hash of a JSON-able value."""
@@ -98,3 +107,46 @@ class TuneCache:
         """Forgets every config of this key."""
         with contextlib.suppress(OSError):
             self.path.unlink()
+
+
+class LayeredCache:
+    """One key's cache in several directories: this machine's, then a shared one.
+
+    Reads merge them (this machine's entries win); writes go to each, so a result
+    measured anywhere lands both here and where the other hosts look.
+    """
+
+    def __init__(self, caches: list[TuneCache]) -> None:
+        """Caches of the same key, the first winning on read."""
+        self.caches = caches
+
+    @property
+    def path(self) -> Path:
+        """The first cache's file (this machine's)."""
+        return self.caches[0].path
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        """Config key -> stored row, from every directory."""
+        merged: dict[str, dict[str, Any]] = {}
+        for cache in reversed(self.caches):
+            merged.update(cache.load())
+        return merged
+
+    def store(self, entries: dict[str, dict[str, Any]]) -> None:
+        """Adds (or replaces) entries in every directory."""
+        for cache in self.caches:
+            cache.store(entries)
+
+
+def layered(
+    key: dict[str, Any],
+    directory: Path | None = None,
+    valid: Callable[[dict[str, Any]], bool] | None = None,
+    shared: Path | None = None,
+) -> LayeredCache:
+    """This machine's cache of `key`, and the shared directory's (`shared_dir()`) if any."""
+    caches = [TuneCache(key, directory, valid)]
+    other = shared or shared_dir()
+    if other is not None and other != caches[0].path.parent.parent:
+        caches.append(TuneCache(key, other, valid))
+    return LayeredCache(caches)

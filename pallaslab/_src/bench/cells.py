@@ -59,6 +59,7 @@ def tune_cell(
     retune: bool = False,
     interpret: bool = False,
     live: bool | Observer | None = None,
+    cluster: tune.Cluster | None = None,
 ) -> tune.TuneResult:
     """`--tune`: the cell run once per config, each checked against `ref` and timed.
 
@@ -74,6 +75,8 @@ def tune_cell(
         retune: Measure cached configs again.
         interpret: Force Pallas' interpreter (`--interpret`).
         live: Progress and a live plot.
+        cluster: A Ray cluster to tune on (`--cluster`): the cell still runs here, once
+            per config, and each config's traced call is sent (see `pallaslab.tune`).
 
     Raises:
         session.CellError: When the cell does not compile, or never reads a name of
@@ -100,6 +103,9 @@ def tune_cell(
             ref=ref,
             name=name or call,
             options=tune.TuneOptions(
-                retune=retune, live=live, cache_key={"forced_interpret": bool(interpret)}
+                retune=retune,
+                live=live,
+                cache_key={"forced_interpret": bool(interpret)},
+                cluster=cluster,
             ),
         )

@@ -49,6 +49,10 @@ class Row:
         method: How it was timed.
         cached: Whether the timing was read from the cache instead of measured (a
             tuned config's correctness is checked again on the run at hand).
+        chip: The chip kind that measured it, on a cluster ("H100"; "" locally).
+        worker: The cluster worker that measured it ("" locally).
+        retries: How often it was tried again after its worker was lost.
+        retry_reason: Why it was last tried again ("" when it was not).
     """
 
     impl: str
@@ -75,6 +79,10 @@ class Row:
     note: str = ""
     method: str = ""
     cached: bool = False
+    chip: str = ""
+    worker: str = ""
+    retries: int = 0
+    retry_reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON values (NaN becomes None; the size becomes text if it is not a number)."""
@@ -102,7 +110,18 @@ class Row:
         return cls(**values)
 
 
-_TEXT_FIELDS = ("impl", "point", "status", "error", "mode", "note", "method")
+_TEXT_FIELDS = (
+    "impl",
+    "point",
+    "status",
+    "error",
+    "mode",
+    "note",
+    "method",
+    "chip",
+    "worker",
+    "retry_reason",
+)
 _NUMBER_FIELDS = (
     "median_ms",
     "p25_ms",
@@ -136,8 +155,10 @@ def is_row_json(data: Any) -> bool:
         all(isinstance(data.get(f, ""), str) for f in _TEXT_FIELDS)
         and all(number(data.get(f)) for f in _NUMBER_FIELDS)
         and number(data.get("x"))
-        and isinstance(data.get("reps", 0), int)
-        and not isinstance(data.get("reps", 0), bool)
+        and all(
+            isinstance(data.get(f, 0), int) and not isinstance(data.get(f, 0), bool)
+            for f in ("reps", "retries")
+        )
         and isinstance(data.get("config", {}), dict)
         and data.get("correct") in (None, True, False)
         and isinstance(data.get("cached", False), bool)
@@ -147,6 +168,9 @@ def is_row_json(data: Any) -> bool:
 def _jsonable(value: Any) -> Any:
     return value if isinstance(value, int | float | str | bool) or value is None else repr(value)
 
+
+# Who measured, and retries: a cluster's (left out of a local table).
+_CLUSTER_COLUMNS = ("chip", "worker", "retries", "retry_reason")
 
 # What a row copies from its timing, under the same names.
 _FROM_TIMING = (
@@ -201,6 +225,9 @@ def to_frame(rows: Sequence[Row], context: SweepContext, *, state: str) -> pd.Da
         config = data.pop("config")
         records.append({**config, **data})
     frame = pd.DataFrame.from_records(records)
+    # A cluster's columns, only where a cluster measured.
+    unused = [c for c in _CLUSTER_COLUMNS if c in frame.columns and not frame[c].astype(bool).any()]
+    frame = frame.drop(columns=unused)
     if frame.empty:
         frame = pd.DataFrame(columns=list(MAIN_COLUMNS))
     leading = [c for c in MAIN_COLUMNS if c in frame.columns]

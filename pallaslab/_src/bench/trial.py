@@ -136,7 +136,7 @@ def try_config(
         return failed(
             "failed: block outside its array", f"in kernel {kernel.name}, {stray.describe()}"
         )
-    if error_text := _lowering_error(inspection, notices):
+    if error_text := lowering_error(inspection, notices):
         return failed("failed to lower", error_text)
     try:
         prepared = harness.prepare(built.fn, built.args, built.kwargs)
@@ -159,7 +159,7 @@ def try_config(
     return row, work
 
 
-def _lowering_error(inspection: Inspection, notices: list[str]) -> str:
+def lowering_error(inspection: Inspection, notices: list[str]) -> str:
     """On CPU: lowers kernels written for a GPU backend for CUDA; the error, or ""."""
     if jax.default_backend() != "cpu":
         return ""  # compiling for the device at hand checks the real thing

@@ -11,13 +11,12 @@ measuring again; whether a cached config is right is checked again on every run.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pallaslab._src.bench import cache as tune_cache
 from pallaslab._src.bench import harness, roofline, sweep
+from pallaslab._src.bench.cluster.spec import Cluster, ClusterError, cluster_spec
 from pallaslab._src.bench.configs import check_names, config_label, configs_of, parse_space
 from pallaslab._src.bench.live import Observer
 from pallaslab._src.bench.plan import no_baseline_notice
@@ -29,13 +28,23 @@ from pallaslab._src.bench.trial import (
     trace_config,
     try_config,
 )
-from pallaslab._src.bench.tunekeys import entry_key, file_key, reference_digest
-from pallaslab._src.bench.tuneresult import TuneResult
+from pallaslab._src.bench.tunekeys import (
+    BASELINE_KEY,
+    cached_row,
+    entry_key,
+    file_key,
+    local_measurer,
+    reference_digest,
+)
+from pallaslab._src.bench.tuneoptions import TuneOptions
+from pallaslab._src.bench.tuneresult import TuneResult, best_config
 from pallaslab._src.core import tracing
 from pallaslab._src.core.inspection import Inspection
 
 __all__ = [
     "Built",
+    "Cluster",
+    "ClusterError",
     "TuneOptions",
     "TuneResult",
     "config_label",
@@ -44,30 +53,6 @@ __all__ = [
     "tune",
     "tune_configs",
 ]
-
-BASELINE_KEY = "__xla_baseline__"
-
-
-@dataclasses.dataclass(frozen=True)
-class TuneOptions:
-    """How a tuning run measures and caches, beside what it tunes.
-
-    `cache`, `retune`, `live`, `settings`, `chip` and `seed` are `tune`'s arguments of
-    those names; two more serve the magic's `--tune`:
-
-    Attributes:
-        cache_dir: Where cache files live (default: `base.paths.cache_dir()`).
-        cache_key: What the cache's key adds (e.g. a forced interpret mode).
-    """
-
-    cache: bool = True
-    retune: bool = False
-    live: bool | Observer | None = None
-    settings: harness.TimerSettings | None = None
-    chip: str | None = None
-    seed: int = 0
-    cache_dir: Any = None
-    cache_key: dict[str, Any] | None = None
 
 
 def tune(
@@ -82,6 +67,7 @@ def tune(
     settings: harness.TimerSettings | None = None,
     chip: str | None = None,
     seed: int = 0,
+    cluster: str | Cluster | None = None,
 ) -> TuneResult:
     """Tries every config of `space`; returns the best that matches the reference.
 
@@ -98,9 +84,19 @@ def tune(
         settings: Timer settings.
         chip: The chip whose roof to use (default: the device's).
         seed: Seed of the random inputs.
+        cluster: Tune on a Ray cluster instead of here: its address ("head:6379"),
+            "local" (a Ray on this machine), or `pallaslab.Cluster(...)` (which chip
+            kinds, compile target, shared cache). Each config is traced here, then
+            compiled on the cluster's CPUs and timed and checked on each chip kind;
+            rows say which (`chip`) and `best` is the first kind's. Needs
+            `pip install 'pallaslab[cluster]'`.
 
     Returns:
         The result: `.best` (the config), `.table` (a DataFrame), `.failed`.
+
+    Raises:
+        ClusterError: For a cluster that cannot be used (no Ray, no such cluster or
+            chip kind, other versions on its hosts), in one message.
 
     Example:
         >>> result = pallaslab.tune(lambda BLOCK_M, BLOCK_N: make_matmul(BLOCK_M, BLOCK_N),
@@ -110,6 +106,7 @@ def tune(
         {'BLOCK_M': 128, 'BLOCK_N': 64}
     """
     check_names(build, space)
+    spec = cluster_spec(cluster)  # before anything runs: a missing extra says so at once
     call_kwargs = dict(kwargs or {})
 
     def builder(config: dict[str, Any]) -> Built:
@@ -120,7 +117,7 @@ def tune(
         space,
         ref=ref,
         name=tracing.callable_name(build),
-        options=TuneOptions(cache, retune, live, settings, chip, seed),
+        options=TuneOptions(cache, retune, live, settings, chip, seed, cluster=spec),
     )
 
 
@@ -146,6 +143,11 @@ def tune_configs(
     configs = configs_of(space)
     if not configs:
         raise ValueError("nothing to tune: give at least one value per name")
+    spec = cluster_spec(options.cluster)
+    if spec is not None:
+        from pallaslab._src.bench.cluster.tuning import tune_on_cluster  # noqa: PLC0415 - Ray
+
+        return tune_on_cluster(builder, space, ref=ref, name=name, options=options, spec=spec)
     observer = sweep.resolve_live(options.live)
     baseline = 1 if callable(ref) else 0
     # A reference that is a value checks every config, but there is no XLA to time.
@@ -161,7 +163,7 @@ def tune_configs(
     )
     rows: list[sweep.Row] = []
     notices: list[str] = list(unmeasured)
-    store: tune_cache.TuneCache | None = None
+    store: tune_cache.LayeredCache | None = None
     stored: dict[str, dict[str, Any]] = {}
     fresh: dict[str, dict[str, Any]] = {}
     state, message = "finished", ""
@@ -183,11 +185,14 @@ def tune_configs(
             if store is None and options.cache and isinstance(built, Built):
                 # Keyed on the inputs and the reference, known once a config is built.
                 reference = reference_digest(ref, built)
-                key_of_run = {**file_key(built, context), **(options.cache_key or {})}
-                store = tune_cache.TuneCache(key_of_run, options.cache_dir, valid=sweep.is_row_json)
+                key_of_run = {
+                    **file_key(built, local_measurer(context)),
+                    **(options.cache_key or {}),
+                }
+                store = tune_cache.layered(key_of_run, options.cache_dir, valid=sweep.is_row_json)
                 stored = {} if options.retune else store.load()
             key = entry_key(config, traced, reference) if isinstance(traced, Inspection) else ""
-            cached = _cached_row(stored, key)
+            cached = cached_row(stored, key)
             if cached is not None and isinstance(built, Built) and isinstance(traced, Inspection):
                 # Timings may come from the cache; whether it is right may not.
                 emit(recheck(cached, built, traced, ref))
@@ -208,7 +213,7 @@ def tune_configs(
                 fresh[key] = row.to_json()
         if callable(ref):
             baseline_key = f"{BASELINE_KEY}:{reference}"
-            cached = _cached_row(stored, baseline_key)
+            cached = cached_row(stored, baseline_key)
             if cached is not None:
                 emit(cached)
             else:
@@ -227,7 +232,7 @@ def tune_configs(
     finally:
         if store is not None and fresh:
             store.store(fresh)
-    best = _best(rows)
+    best = best_config(rows)
     if best is not None:
         message = message or f"best: {config_label(best)}"
     observer.end(state, message)
@@ -241,28 +246,3 @@ def tune_configs(
         cache_path=str(store.path) if store is not None else "",
         notices=tuple(dict.fromkeys(notices)),
     )
-
-
-def _cached_row(stored: dict[str, dict[str, Any]], key: str) -> sweep.Row | None:
-    """The stored row of an entry, marked cached; None when absent or damaged."""
-    entry = stored.get(key) if key else None
-    if not isinstance(entry, dict):
-        return None
-    try:
-        return dataclasses.replace(sweep.Row.from_json(entry), cached=True)
-    except Exception:  # a damaged entry is measured again
-        return None
-
-
-def _best(rows: Sequence[sweep.Row]) -> dict[str, Any] | None:
-    candidates = [
-        r
-        for r in rows
-        if r.impl == sweep.PALLAS
-        and r.status == "ok"
-        and r.correct is not False
-        and math.isfinite(r.median_ms)
-    ]
-    if not candidates:
-        return None
-    return dict(min(candidates, key=lambda r: r.median_ms).config)

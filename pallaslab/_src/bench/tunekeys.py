@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 from typing import Any
 
@@ -10,14 +11,47 @@ import numpy as np
 
 from pallaslab._src.base import messages, version
 from pallaslab._src.bench import cache as tune_cache
-from pallaslab._src.bench import sweep
+from pallaslab._src.bench import roofline, sweep
 from pallaslab._src.bench.trial import Built
 from pallaslab._src.core import programs
 from pallaslab._src.core.inspection import Inspection
 
+#: The XLA baseline's entry in a cache file (followed by the reference's digest).
+BASELINE_KEY = "__xla_baseline__"
 
-def file_key(built: Built, context: sweep.SweepContext) -> dict[str, Any]:
-    """What a cache file is for: input shapes and dtypes, device, versions."""
+
+def cached_row(stored: dict[str, dict[str, Any]], key: str) -> sweep.Row | None:
+    """The stored row of an entry, marked cached; None when absent or damaged."""
+    entry = stored.get(key) if key else None
+    if not isinstance(entry, dict):
+        return None
+    try:
+        return dataclasses.replace(sweep.Row.from_json(entry), cached=True)
+    except Exception:  # a damaged entry is measured again
+        return None
+
+
+def measured_on(backend: str, device: str, chip: str = "") -> dict[str, str]:
+    """Who measures: the JAX backend, its device kind, and the chip it is.
+
+    `chip` is the hardware table's name of the chip ("H100"), found from the device
+    kind when not given; a cluster's chip label stands for it on workers whose device
+    does not say (a CPU standing in for a chip kind). Timings are never shared between
+    two of these.
+    """
+    if not chip:
+        found = roofline.detect_chip(device)
+        chip = found.name if found is not None else ""
+    return {"backend": backend, "device": device, "chip": chip}
+
+
+def local_measurer(context: sweep.SweepContext) -> dict[str, str]:
+    """This machine's device, as a sweep's plan names it."""
+    return measured_on(context.plan.backend, context.plan.device)
+
+
+def file_key(built: Built, measurer: dict[str, str]) -> dict[str, Any]:
+    """What a cache file is for: input shapes and dtypes, who measures, versions."""
     leaves = jax.tree_util.tree_leaves((built.args, built.kwargs))
     inputs = [
         [list(np.shape(leaf)), str(leaf.dtype)] if hasattr(leaf, "dtype") else _static(leaf)
@@ -25,8 +59,7 @@ def file_key(built: Built, context: sweep.SweepContext) -> dict[str, Any]:
     ]
     return {
         "inputs": inputs,
-        "backend": context.plan.backend,
-        "device": context.plan.device,
+        **measurer,
         "jax": jax.__version__,
         "jaxlib": _version("jaxlib"),
         "pallaslab": version.__version__,

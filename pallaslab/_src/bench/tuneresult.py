@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pallaslab._src.base import display
 from pallaslab._src.bench import live, sweep
+from pallaslab._src.bench.configs import config_label
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,8 +44,11 @@ class TuneResult:
         best: The fastest config that ran and matched the reference (None if none).
         state: "finished", "interrupted" or "failed".
         plan: Where it ran, against which roof, with which timing label.
-        cache_path: The cache file ("" when caching was off).
+        cache_path: The cache file ("" when caching was off; on a cluster, the first
+            chip kind's).
         notices: What could not be checked, and why.
+        chips: On a cluster, the chip kinds each config was timed on (rows say
+            which in `chip`); `best` is the first kind's best. Empty locally.
     """
 
     name: str
@@ -53,6 +59,7 @@ class TuneResult:
     plan: live.Plan
     cache_path: str = ""
     notices: tuple[str, ...] = ()
+    chips: tuple[str, ...] = ()
 
     @property
     def table(self) -> pd.DataFrame:
@@ -71,12 +78,30 @@ class TuneResult:
 
     @property
     def best_row(self) -> sweep.Row | None:
-        """The row of the best config."""
+        """The row of the best config (on the first chip kind, on a cluster)."""
         if self.best is None:
             return None
+        chip = self.chips[0] if self.chips else None
         return next(
-            (r for r in self.rows if r.impl == sweep.PALLAS and r.config == self.best), None
+            (
+                r
+                for r in self.rows
+                if r.impl == sweep.PALLAS
+                and r.config == self.best
+                and (chip is None or r.chip == chip)
+            ),
+            None,
         )
+
+    @property
+    def best_by_chip(self) -> dict[str, dict[str, Any] | None]:
+        """On a cluster, each chip kind's best config (None where none ran right)."""
+        return {chip: best_config(self.rows, chip) for chip in self.chips}
+
+    @property
+    def retried(self) -> tuple[sweep.Row, ...]:
+        """Rows of configs tried again after their worker was lost (on a cluster)."""
+        return tuple(r for r in self.rows if r.retries)
 
     @property
     def failed(self) -> tuple[sweep.Row, ...]:
@@ -94,7 +119,14 @@ class TuneResult:
         head = f"tuning {self.name}: {self.state}{note}"
         best = self.best_row
         lines = [head]
-        if best is not None:
+        if self.chips:
+            for chip, config in self.best_by_chip.items():
+                lines.append(
+                    f"  best on {chip}: {config_label(config)}"
+                    if config is not None
+                    else f"  best on {chip}: no config ran and matched the reference"
+                )
+        elif best is not None:
             lines.append(f"  best: {best.point} ({best.median_ms:.4g} ms)")
         else:
             lines.append("  no config ran and matched the reference")
@@ -103,7 +135,10 @@ class TuneResult:
                 what = f"{row.median_ms:.4g} ms"
             else:
                 what = f"{row.status}: {row.error.splitlines()[0] if row.error else ''}"
-            lines.append(f"  {row.impl:6} {row.point}: {what}{' (cached)' if row.cached else ''}")
+            where = f" on {row.chip}" if row.chip else ""
+            retried = f" (retried {row.retries}x: {row.retry_reason})" if row.retries else ""
+            cached = " (cached)" if row.cached else ""
+            lines.append(f"  {row.impl:6} {row.point}{where}: {what}{cached}{retried}")
         lines += [f"  note: {n}" for n in self.notices]
         return "\n".join(lines)
 
@@ -112,3 +147,19 @@ class TuneResult:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
         return display.mimebundle("bench", self, **kwargs)
+
+
+def best_config(rows: Sequence[sweep.Row], chip: str | None = None) -> dict[str, Any] | None:
+    """The fastest config that ran and matched the reference (on `chip`, when given)."""
+    candidates = [
+        r
+        for r in rows
+        if r.impl == sweep.PALLAS
+        and (chip is None or r.chip == chip)
+        and r.status == "ok"
+        and r.correct is not False
+        and math.isfinite(r.median_ms)
+    ]
+    if not candidates:
+        return None
+    return dict(min(candidates, key=lambda r: r.median_ms).config)

@@ -10,6 +10,7 @@ per block of the kernel that writes it, once.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -155,7 +156,70 @@ def _locate(
     writer: tuple[int, int] | None,
     leaves: Sequence[Any] | None,
 ) -> TileMismatch:
-    shape = tuple(errors.bad.shape)
+    placed = _placement(traced, tuple(errors.bad.shape), path, writer, leaves)
+    return mismatch.locate(errors, **_arguments(placed))
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where one output's mismatches are located: `mismatch.locate`'s arguments.
+
+    Plain records and arrays, so a comparison made in another process (a tuning
+    worker, which holds no traced program) locates its mismatches as this one would.
+    """
+
+    output: str
+    operand: Operand | None
+    grid: tuple[int, ...] = ()
+    kernel: str = ""
+    prefetch: tuple[np.ndarray, ...] = ()
+    note: str = ""
+
+
+def placements(traced: Traced, leaves: Sequence[Any] | None = None) -> tuple[Placement, ...]:
+    """Each output's placement on the kernel blocks that write it (see `Placement`)."""
+    count = len(traced.outputs)
+    writers = _writers(traced, count)
+    found = []
+    for k, spec in enumerate(traced.outputs):
+        try:
+            found.append(_placement(traced, tuple(spec.shape), spec.path, writers[k], leaves))
+        except Exception as error:  # locating is extra: the comparison itself stands
+            note = f"Its blocks could not be located ({messages.one_line(error)})."
+            found.append(Placement(spec.path, None, note=note))
+    return tuple(found)
+
+
+def placed_locator(placed: Sequence[Placement]) -> Locator:
+    """A locator from placements made where the program was traced."""
+
+    def locate(k: int, errors: ElementErrors) -> TileMismatch:
+        if k >= len(placed) or tuple(errors.bad.shape) != _shape_of(placed[k], errors):
+            return mismatch.locate(errors, output=f"[{k}]", operand=None)
+        return mismatch.locate(errors, **_arguments(placed[k]))
+
+    return locate
+
+
+def _arguments(placed: Placement) -> dict[str, Any]:
+    # Shallow: the operand stays a record (`dataclasses.asdict` would make it a dict).
+    return {field.name: getattr(placed, field.name) for field in dataclasses.fields(placed)}
+
+
+def _shape_of(placed: Placement, errors: ElementErrors) -> tuple[int, ...]:
+    # An operand's block placement holds for outputs of the operand's shape only.
+    if placed.operand is None:
+        return tuple(errors.bad.shape)
+    return tuple(placed.operand.shape)
+
+
+def _placement(
+    traced: Traced,
+    shape: tuple[int, ...],
+    path: str,
+    writer: tuple[int, int] | None,
+    leaves: Sequence[Any] | None,
+) -> Placement:
     note = ""
     found: tuple[int, Operand] | None = None
     if writer is not None:
@@ -176,12 +240,8 @@ def _locate(
                 )
                 break
     if found is None:
-        return mismatch.locate(
-            errors,
-            output=path,
-            operand=None,
-            note=f"No kernel writes output {path}; it is shown as one tile.",
-        )
+        note = f"No kernel writes output {path}; it is shown as one tile."
+        return Placement(path, None, note=note)
     kernel_index, operand = found
     kernel = traced.kernels[kernel_index]
     prefetch = (
@@ -189,15 +249,7 @@ def _locate(
         if kernel.num_scalar_prefetch
         else ()
     )
-    return mismatch.locate(
-        errors,
-        output=path,
-        operand=operand,
-        grid=kernel.grid,
-        kernel=kernel.name,
-        prefetch=prefetch,
-        note=note,
-    )
+    return Placement(path, operand, tuple(kernel.grid), kernel.name, tuple(prefetch), note)
 
 
 def _mismatch(problem: str) -> Comparison:

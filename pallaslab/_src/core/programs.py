@@ -16,7 +16,8 @@ import jax
 import numpy as np
 
 from pallaslab._src.core import jax_adapter, snapshot
-from pallaslab._src.core.comparison import compare_located
+from pallaslab._src.core.comparison import Placement, compare, compare_located, placed_locator
+from pallaslab._src.core.comparison import placements as _placements
 from pallaslab._src.core.program import Traced, program_of, require_call
 from pallaslab._src.records import Comparison
 
@@ -76,6 +77,29 @@ def compare_outputs(
     )
     flat = [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)]
     return compare_located(traced, flat, expected, leaves=leaves, rtol=rtol, atol=atol)
+
+
+def output_placements(
+    traced: Traced, args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
+) -> tuple[Placement, ...]:
+    """Where each output's mismatches lie on the kernel blocks that write it.
+
+    Plain records, for a comparison made where the program is not (a tuning worker):
+    `compare_placed` there locates mismatches as `compare_outputs` does here.
+    """
+    program = program_of(traced)
+    leaves = (
+        program.leaves_of(args, kwargs)
+        if program is not None and program.split is not None
+        else None
+    )
+    return _placements(traced, leaves)
+
+
+def compare_placed(outputs: Any, expected: Any, placed: Sequence[Placement] = ()) -> Comparison:
+    """Outputs against a reference, mismatches located with `output_placements`' result."""
+    flat = [np.asarray(o) for o in jax.tree_util.tree_leaves(outputs)]
+    return compare(flat, expected, locate=placed_locator(placed) if placed else None)
 
 
 def fingerprint(traced: Traced) -> str:

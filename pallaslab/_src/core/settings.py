@@ -68,6 +68,8 @@ class Settings:
         loop_iteration_budget: Iterations each `while` loop of an emulated or
             interpreted kernel may run per program (`pallaslab.set_run_budget`).
         run_seconds_budget: Wall-clock seconds such a run may take (0: no limit).
+        tuning_cluster: Where `%%kernel --tune` runs its configs: "" (here), "local"
+            (a Ray on this machine) or a Ray cluster's address; a default `--cluster`.
         files: The settings files that were read, lowest precedence first.
         problems: Settings that were ignored, and why.
     """
@@ -79,6 +81,7 @@ class Settings:
     persistent_compile_cache_dir: str = ""
     loop_iteration_budget: int = 10_000_000
     run_seconds_budget: float = 0
+    tuning_cluster: str = ""
     files: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
 
@@ -92,6 +95,7 @@ _FIELDS: dict[str, tuple[str, tuple[str, ...] | type]] = {
     "persistentCompileCacheDir": ("persistent_compile_cache_dir", str),
     "loopIterationBudget": ("loop_iteration_budget", int),
     "runSecondsBudget": ("run_seconds_budget", float),
+    "tuningCluster": ("tuning_cluster", str),
 }
 # Numeric settings' smallest values (the schema's "minimum").
 _MINIMUM = {"loopIterationBudget": 1000, "runSecondsBudget": 0}

@@ -66,21 +66,25 @@ def _metric_axes(
     # One point (a sweep over "the cell's inputs"): bars, not an axis of sizes.
     single = plan.get("kind") != "tune" and len(points) == 1
     categorical = categorical or single
-    impls = list(dict.fromkeys(r["impl"] for r in measured))
+    impls = list(dict.fromkeys(series_of(r) for r in measured))
     for impl in impls:
-        mine = [r for r in measured if r["impl"] == impl]
+        mine = [r for r in measured if series_of(r) == impl]
         if single:
             _bars(ax, impls, impl, mine, key)
             continue
-        if plan.get("kind") == "tune" and impl == "xla":
+        if plan.get("kind") == "tune" and mine[0]["impl"] == "xla":
+            chip = f" on {mine[0]['chip']}" if mine[0].get("chip") else ""
             for r in mine:
                 ax.axhline(
-                    r[key], color=COLOURS.get(impl, "#555"), linestyle="--", label="XLA baseline"
+                    r[key],
+                    color=COLOURS.get(impl, _OTHER[impls.index(impl) % len(_OTHER)]),
+                    linestyle="--",
+                    label=f"XLA baseline{chip}",
                 )
             continue
         xs = [points.index(r["point"]) if categorical else r["x"] for r in mine]
         ys = [r[key] for r in mine]
-        colour = COLOURS.get(impl)
+        colour = COLOURS.get(impl, _OTHER[impls.index(impl) % len(_OTHER)])
         if key == "median_ms":
             low = [r[key] - (r.get("p25_ms") or r[key]) for r in mine]
             high = [(r.get("p75_ms") or r[key]) - r[key] for r in mine]
@@ -131,6 +135,15 @@ def _metric_axes(
     ax.grid(True, alpha=0.3)
     if measured:
         ax.legend(fontsize=8)
+
+
+# Colours of lines that are neither Pallas nor XLA alone (a cluster's chip kinds).
+_OTHER = ("#2e7d32", "#6a1b9a", "#00838f", "#ad1457")
+
+
+def series_of(row: dict[str, Any]) -> str:
+    """A row's line: its implementation, and on a cluster its chip kind."""
+    return f"{row['impl']} · {row['chip']}" if row.get("chip") else str(row["impl"])
 
 
 def _bars(ax: Any, impls: list[str], impl: str, mine: list[dict[str, Any]], key: str) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
+from pallaslab._src.bench.configs import config_label
 from pallaslab._src.views import benchplot, bundle, heatmap
 
 if TYPE_CHECKING:
@@ -95,6 +96,10 @@ class BenchView(anywidget.AnyWidget):
             "current": f"{row.get('impl', '')} {row.get('point', '')}".strip(),
         }
 
+    def workers(self, states: list[dict[str, Any]], compiled: int) -> None:
+        """On a cluster: what each worker has done and does now, and the compiles so far."""
+        self.progress = {**self.progress, "workers": states, "compiled": compiled}
+
     def end(self, state: str, message: str) -> None:
         """The sweep ended (finished, interrupted or failed)."""
         self.progress = {
@@ -137,6 +142,10 @@ class DisplayedBench:
     def update(self, row: dict[str, Any], done: int) -> None:
         """Forwards to the view."""
         self.view.update(row, done)
+
+    def workers(self, states: list[dict[str, Any]], compiled: int) -> None:
+        """Forwards to the view."""
+        self.view.workers(states, compiled)
 
     def end(self, state: str, message: str) -> None:
         """Forwards to the view and re-renders the output, so its static part is final."""
@@ -195,11 +204,34 @@ def summary_text(plan: dict[str, Any], rows: list[dict[str, Any]], progress: dic
             first = str(row.get("error") or "").splitlines()[:1]
             what = f"{row.get('status')}: {first[0] if first else ''}"
         cached = " (cached)" if row.get("cached") else ""
-        lines.append(f"  {row.get('impl', ''):6} {row.get('point', '')}: {what}{cached}")
+        where = f" on {row['chip']}" if row.get("chip") else ""
+        retried = f" (retried: {row.get('retry_reason', '')})" if row.get("retries") else ""
+        lines.append(
+            f"  {row.get('impl', ''):6} {row.get('point', '')}{where}: {what}{cached}{retried}"
+        )
+    lines += [f"  {line}" for line in worker_lines(progress)]
     lines += [f"  {line}" for line in speedups(plan, rows)]
     if progress.get("message"):
         lines.append(f"  {progress['message']}")
     return "\n".join(lines)
+
+
+def worker_lines(progress: dict[str, Any]) -> list[str]:
+    """On a cluster, one line per worker: its chip kind, configs done, what it runs now."""
+    lines = []
+    for state in progress.get("workers") or []:
+        doing = (
+            "lost (its configs are tried again elsewhere)"
+            if state.get("lost")
+            else f"timing {state['running']}"
+            if state.get("running")
+            else "idle"
+        )
+        lines.append(
+            f"{state.get('worker', '')} ({state.get('chip', '')}): "
+            f"{state.get('done', 0)} done, {doing}"
+        )
+    return lines
 
 
 def speedups(plan: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
@@ -235,12 +267,24 @@ _COLUMNS = (
 )
 
 
+# A cluster's columns, shown when some row has them.
+_CLUSTER_COLUMNS = (("chip", "chip"), ("worker", "worker"), ("retries", "retried"))
+
+
 def _cell(row: dict[str, Any], key: str) -> str:
-    if key in ("impl", "point", "status"):
+    if key in ("impl", "point", "status", "chip", "worker"):
         return str(row.get(key, "")) + (
             " (cached)" if key == "status" and row.get("cached") else ""
         )
+    if key == "retries":
+        return f"{row['retries']}x: {row.get('retry_reason', '')}" if row.get("retries") else ""
     return _number(row.get(key))
+
+
+def columns(rows: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """The table's columns: the usual ones, and a cluster's where some row has them."""
+    extra = tuple(c for c in _CLUSTER_COLUMNS if any(row.get(c[0]) for row in rows))
+    return _COLUMNS[:2] + extra + _COLUMNS[2:]
 
 
 def static_html(plan: dict[str, Any], rows: list[dict[str, Any]], progress: dict[str, Any]) -> str:
@@ -265,10 +309,11 @@ def static_html(plan: dict[str, Any], rows: list[dict[str, Any]], progress: dict
             parts.append(
                 f"<p>No plot: {html.escape(type(error).__name__)}: {html.escape(str(error))}</p>"
             )
-        head = "".join(f"<th>{html.escape(title)}</th>" for _, title in _COLUMNS)
+        shown = columns(rows)
+        head = "".join(f"<th>{html.escape(title)}</th>" for _, title in shown)
         body = "".join(
             "<tr>"
-            + "".join(f"<td>{html.escape(_cell(row, key))}</td>" for key, _ in _COLUMNS)
+            + "".join(f"<td>{html.escape(_cell(row, key))}</td>" for key, _ in shown)
             + "</tr>"
             for row in rows
         )
@@ -280,6 +325,7 @@ def static_html(plan: dict[str, Any], rows: list[dict[str, Any]], progress: dict
             for row in rows
             if row.get("error")
         )
+    parts.extend(f"<p>{html.escape(line)}</p>" for line in worker_lines(progress))
     parts.extend(f"<p>{html.escape(line)}</p>" for line in speedups(plan, rows))
     if plan.get("peak_label"):
         parts.append(f"<p style='color:#59636e'>Roof: {html.escape(plan['peak_label'])}</p>")
@@ -339,5 +385,12 @@ def tune_html(result: TuneResult) -> str:
         if best is not None
         else "<p><b>No config ran and matched the reference.</b></p>"
     )
+    if result.chips:  # a cluster's run: each chip kind has its best
+        lead = "".join(
+            f"<p>Best on {html.escape(chip)}: <b>{html.escape(config_label(config))}</b></p>"
+            if config is not None
+            else f"<p>On {html.escape(chip)}: <b>no config ran and matched the reference.</b></p>"
+            for chip, config in result.best_by_chip.items()
+        )
     notices = "".join(f"<p style='color:#59636e'>{html.escape(n)}</p>" for n in result.notices)
     return lead + static_html(result.plan.to_json(), rows, progress) + notices

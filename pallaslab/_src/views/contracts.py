@@ -1272,6 +1272,24 @@ class BenchRow(TypedDict):
     note: str
     method: str
     cached: bool
+    #: The chip kind and the worker that measured it, on a cluster ("" locally).
+    chip: str
+    worker: str
+    #: How often it was tried again after its worker was lost, and why.
+    retries: int
+    retry_reason: str
+
+
+class BenchWorker(TypedDict):
+    """One worker of a cluster sweep: what it measured and what it measures now."""
+
+    worker: str
+    chip: str
+    done: int
+    #: The config it is timing now ("" when idle).
+    running: str
+    #: Whether it was lost (its configs are tried again elsewhere).
+    lost: bool
 
 
 class BenchProgress(TypedDict):
@@ -1284,6 +1302,10 @@ class BenchProgress(TypedDict):
     elapsedS: NotRequired[float]
     etaS: NotRequired[float | None]
     current: NotRequired[str]
+    #: On a cluster: one entry per worker that has timed a config.
+    workers: NotRequired[list[BenchWorker]]
+    #: On a cluster: configs compiled on CPU workers so far (and how many to go).
+    compiled: NotRequired[int]
 
 
 BenchMetric = Literal["time", "tflops", "gbps", "roofline", "table"]

@@ -9,7 +9,10 @@ import {
   niceTicks,
   num,
   progressCount,
-  renderBench as render
+  renderBench as render,
+  seriesOf,
+  tableColumns,
+  workerLines
 } from '../../widget/bench';
 import * as benchModule from '../../widget/bench';
 import * as inspectorModule from '../../widget/inspector';
@@ -62,6 +65,10 @@ function row(
     note: '',
     method: '',
     cached: false,
+    chip: '',
+    worker: '',
+    retries: 0,
+    retry_reason: '',
     ...extra
   };
 }
@@ -96,6 +103,94 @@ describe('the benchmark view', () => {
     (el.querySelector('[data-metric="table"]') as HTMLElement).click();
     expect(model.get('metric')).toBe('table');
     expect(el.querySelectorAll('.pl-bench-table tbody tr')).toHaveLength(3);
+  });
+
+  it('shows a cluster sweep per chip kind, with each worker and the retried configs', () => {
+    const on = (
+      chip: string,
+      worker: string,
+      extra: Partial<IBenchRow> = {}
+    ) => ({
+      chip,
+      worker,
+      ...extra
+    });
+    const rows = [
+      row('BLOCK=64', 2, on('H100', 'node a1b2c3 \u00b7 pid 7')),
+      row('BLOCK=64', 3, on('B200', 'node d4e5f6 \u00b7 pid 9')),
+      row(
+        'BLOCK=128',
+        1,
+        on('H100', 'node a1b2c3 \u00b7 pid 7', {
+          retries: 1,
+          retry_reason: 'its node was lost'
+        })
+      ),
+      row('XLA baseline', 5, {
+        ...on('H100', 'node a1b2c3 \u00b7 pid 7'),
+        impl: 'xla'
+      })
+    ];
+    const progress = {
+      done: 4,
+      total: 6,
+      state: 'finished',
+      message: '',
+      workers: [
+        {
+          worker: 'node a1b2c3 \u00b7 pid 7',
+          chip: 'H100',
+          done: 3,
+          running: '',
+          lost: false
+        },
+        {
+          worker: 'node d4e5f6 \u00b7 pid 9',
+          chip: 'B200',
+          done: 1,
+          running: 'BLOCK=128',
+          lost: false
+        },
+        {
+          worker: 'node 000000 \u00b7 pid 1',
+          chip: 'H100',
+          done: 0,
+          running: '',
+          lost: true
+        }
+      ],
+      compiled: 2
+    };
+    expect(seriesOf(rows[0])).toBe('pallas \u00b7 H100');
+    expect(workerLines(progress)).toEqual([
+      'node a1b2c3 \u00b7 pid 7 (H100): 3 done, idle',
+      'node d4e5f6 \u00b7 pid 9 (B200): 1 done, timing BLOCK=128',
+      'node 000000 \u00b7 pid 1 (H100): 0 done, lost (its configs are tried again elsewhere)'
+    ]);
+    expect(
+      tableColumns(rows)
+        .map(c => c[1])
+        .slice(0, 5)
+    ).toEqual(['impl', 'point', 'chip', 'worker', 'retried']);
+    expect(tableColumns([row('a', 1)]).map(c => c[0])).not.toContain('chip');
+    const model = new FakeModel({ plan: PLAN, rows, progress, metric: 'time' });
+    const el = document.createElement('div');
+    render({ model, el });
+    expect(el.querySelectorAll('.pl-workers li')).toHaveLength(4);
+    expect(el.querySelector('.pl-workers')?.textContent).toContain(
+      "2 config(s) compiled on the cluster's CPUs"
+    );
+    expect(el.textContent).toContain('Best on H100: BLOCK=128 (1 ms)');
+    expect(el.textContent).toContain('Best on B200: BLOCK=64 (3 ms)');
+    // One line of points per chip kind; the baseline dashed, on its chip.
+    expect(el.querySelectorAll('circle[data-impl="pallas"]')).toHaveLength(3);
+    expect(
+      el.querySelector('line[stroke-dasharray="6 4"] title')?.textContent
+    ).toBe('XLA baseline on H100: 5 time (ms) \u2014 median, bars: p25..p75');
+    (el.querySelector('[data-metric="table"]') as HTMLElement).click();
+    expect(el.querySelector('.pl-bench-table')?.textContent).toContain(
+      '1x: its node was lost'
+    );
   });
 
   it('formats numbers and picks ticks', () => {

@@ -158,6 +158,21 @@ def _program_export(
     return lowerer.share(("gpu-program-export", chip, choices), make)
 
 
+def export_program(fn: Callable[..., Any], args: Sequence[Any], chip: str) -> jax_adapter.GpuExport:
+    """A whole program exported for CUDA as lowered for `chip` (for a tuning worker).
+
+    JAX's default GPU backend first, then the others, as for the IR explorer.
+
+    Raises:
+        LoweringFailedError: When no backend takes the program (the first failure).
+    """
+    export, failed = _export_for_chip(fn, args, chip, (None, True, False), None)
+    if export is None:
+        assert failed is not None
+        raise LoweringFailedError(failed)
+    return export
+
+
 def _export_for_chip(
     fn: Callable[..., Any],
     args: Sequence[Any],
