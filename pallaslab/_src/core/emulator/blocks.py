@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -104,7 +105,7 @@ def _squeeze_axes(layout: adapter.BlockLayout) -> tuple[int, ...]:
 def gather(source: Any, starts: Any, layout: adapter.BlockLayout) -> Any:
     """Blocks at `starts` (*lanes, dims), stacked: (*lanes, *kernel block shape)."""
     lanes = starts.shape[:-1]
-    flat = starts.reshape((-1, starts.shape[-1]))
+    flat = starts.reshape((math.prod(lanes), starts.shape[-1]))
     if flat.shape[0] == 1 and not lanes:
         blocks = lax.dynamic_slice(source, list(flat[0]), layout.block)[None]
     else:

@@ -375,8 +375,8 @@ def uninitialized_value(dtype: Any) -> Any:
         return np.array(np.nan, dtype)
     if pallas_core is not None and dtype == np.dtype(pallas_core.SEMAPHORE_INTERPRET_DTYPE):
         return np.array(0, dtype)
-    if jnp.issubdtype(dtype, jnp.integer):
-        return np.array(np.iinfo(dtype).min, dtype)
+    if jnp.issubdtype(dtype, jnp.integer):  # jnp's iinfo knows int4 and the like
+        return np.array(jnp.iinfo(dtype).min, dtype)
     if dtype == np.bool_:
         return np.array(False)
     raise NotImplementedError(f"no uninitialized value for {dtype}")

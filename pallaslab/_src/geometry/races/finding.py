@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from pallaslab._src.geometry.blocks import block_starts
+from pallaslab._src.geometry.blocks import program_starts
 from pallaslab._src.geometry.limits import check_programs
 from pallaslab._src.geometry.races.conflict import BACKENDS, Conflict, conflict_at
 from pallaslab._src.geometry.races.shared import (
@@ -136,8 +136,7 @@ def _output_starts(
             f"cannot check {operand.label}: its index map reads scalar-prefetch values; "
             "pass them as prefetch="
         )
-    starts = block_starts(operand, kernel.grid, prefetch)
-    return starts.reshape(-1, len(operand.shape))
+    return program_starts(operand, kernel.grid, prefetch)
 
 
 def _operand_conflicts(

@@ -65,7 +65,8 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
     num_inputs = int(grid_mapping.num_inputs)
     for k, mapping in enumerate(grid_mapping.block_mappings):
         position = num_prefetch + k
-        kinds, sizes = zip(*(_block_dim(d) for d in mapping.block_shape), strict=True)
+        dims = [_block_dim(d) for d in mapping.block_shape]  # none for a 0-d operand
+        kinds, sizes = tuple(k for k, _ in dims), tuple(n for _, n in dims)
         padding = tuple(tuple(getattr(d, "padding", (0, 0))) for d in mapping.block_shape)
         operands.append(
             Operand(
