@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from pallaslab._src.core import compile_cache, emulator, sharing
-from pallaslab._src.core.checking.outputs import differs, ref_label, tiles_of
+from pallaslab._src.core.checking.outputs import differs, is_inexact, ref_label, tiles_of
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.core.jax_adapter import instrument
 from pallaslab._src.geometry import races as geometry
@@ -80,8 +80,23 @@ def find_leaks(
     Returns:
         One `Leak` per (source, output) that leaks, empty when none does.
     """
+    return leaks_and_outputs(call, plan, operands, kernel_index=kernel_index)[0]
+
+
+def leaks_and_outputs(
+    call: adapter.KernelCall,
+    plan: emulator.Plan,
+    operands: Sequence[Any],
+    *,
+    kernel_index: int = 0,
+) -> tuple[list[Leak], list[np.ndarray] | None]:
+    """`find_leaks`, and the kernel's outputs as the emulator gives them (Pallas' fills).
+
+    The outputs are the check's own first variant (None when there was nothing that
+    could leak, so nothing ran): what `pytest --pallaslab` compares with the test's.
+    """
     if plan.fallback:
-        return []
+        return [], None
     try:
         return _find_leaks(call, plan, operands, kernel_index, _masked_loads(call))
     except instrument.UnsupportedError:  # loads not followed: the other sources still are
@@ -94,7 +109,7 @@ def _find_leaks(
     operands: Sequence[Any],
     kernel_index: int,
     loads: list[instrument.AccessSite],
-) -> list[Leak]:
+) -> tuple[list[Leak], list[np.ndarray] | None]:
     sources = [
         *((position, cause, label, None) for position, cause, label in _sources(call)),
         *(
@@ -103,7 +118,7 @@ def _find_leaks(
         ),
     ]
     if not sources:
-        return []
+        return [], None
     dtypes = _operand_dtypes(call)
     # Variant 0: Pallas' fills; 1: every source varied; then each source alone.
     names = [_source_name(position, site) for position, _, _, site in sources]
@@ -146,7 +161,7 @@ def _find_leaks(
     results = [[np.asarray(o[v]) for o in batched] for v in range(len(chosen))]
     base, varied = results[0], results[1]
     if not any(differs(a, b).any() for a, b in zip(base, varied, strict=True)):
-        return []
+        return [], base
     per_source = [varied] if len(sources) == 1 else results[2:]
     leaks = []
     for (position, cause, label, site), outputs in zip(sources, per_source, strict=True):
@@ -163,7 +178,7 @@ def _find_leaks(
             if site is not None:
                 found = [_at_load(leak, site) for leak in found]
             leaks.extend(found)
-    return leaks
+    return leaks, base
 
 
 def _masked_loads(call: adapter.KernelCall) -> list[instrument.AccessSite]:
@@ -230,7 +245,7 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
         if not part.any():
             continue
         tiles = tiles_of(part, layout)
-        nan = int(np.isnan(values[part]).sum()) if values.dtype.kind in "fc" else 0
+        nan = int(np.isnan(values[part]).sum()) if is_inexact(values.dtype) else 0
         found.append(
             Leak(
                 kernel=record.name,

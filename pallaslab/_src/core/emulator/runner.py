@@ -71,6 +71,8 @@ class ProbeResult:
         high: (runs, sites, rank) the largest.
         stats: Per tracked block (index among the blocked operands), the records of
             `instrument.STATS` over the whole (unpadded) array.
+        writes: Per output asked for (`record_writes`), the block each program left,
+            (runs, *block) in the order `programs` lists them.
     """
 
     programs: np.ndarray
@@ -78,6 +80,7 @@ class ProbeResult:
     low: Any = None
     high: Any = None
     stats: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    writes: dict[int, Any] = dataclasses.field(default_factory=dict)
 
 
 def run_probed(
@@ -91,13 +94,16 @@ def run_probed(
     probe_fills: Sequence[Any] = (),
     programs: np.ndarray | None = None,
     share: bool = True,
+    record_writes: tuple[int, ...] = (),
 ) -> tuple[list[Any], ProbeResult | None]:
     """`run_call`, with the instrumented body recording what `probe` asks.
 
-    Returns the outputs and, with a probe, what it recorded. Element records
-    (`probe.stats`) need the grid's order (no `request.order`). `programs` (grid
-    indices, one row each) runs only those, one at a time in that order: a sample.
-    `share=False` makes programs in a GPU order write back whole blocks.
+    Returns the outputs and, with a probe (or `record_writes`), what it recorded.
+    Element records (`probe.stats`) need the grid's order (no `request.order`).
+    `programs` (grid indices, one row each) runs only those, one at a time in that
+    order: a sample. `share=False` makes programs in a GPU order write back whole
+    blocks. `record_writes` (indices of blocked operands that are outputs) keeps the
+    block each program leaves in those outputs.
 
     Raises:
         instrument.UnsupportedError: When the probe (or a GPU order's sharing) needs
@@ -174,6 +180,7 @@ def run_probed(
         and num_steps > 1
         and not schedule.ordered
         and not tracked
+        and k not in record_writes
         and isinstance(write_starts[k], np.ndarray)
         and bool(np.all(write_starts[k] == write_starts[k][:1]))
         for k in range(len(call.layouts))
@@ -302,7 +309,11 @@ def run_probed(
                 probed.low.reshape(lanes, *probed.low.shape[len(levels) :]),
                 probed.high.reshape(lanes, *probed.high.shape[len(levels) :]),
             )
-        return (updated, list(new_scratch), previous, had_program, new_stats), ys
+        left = {
+            k: new_blocks[k].reshape((lanes, *call.layouts[k].kernel_block_shape))
+            for k in record_writes
+        }
+        return (updated, list(new_scratch), previous, had_program, new_stats), (ys, left)
 
     held = [
         gather(arrays[k], np.asarray(write_starts[k][0]).reshape(*level_shape, -1), call.layouts[k])
@@ -336,10 +347,10 @@ def run_probed(
     }
     state = (held, scratch, previous, jnp.zeros((lanes,), bool), stats_init)
     if num_steps == 1:
-        state, ys = step(state, jax.tree_util.tree_map(lambda x: x[0], xs))
-        ys = jax.tree_util.tree_map(lambda y: y[None], ys)
+        state, (ys, left) = step(state, jax.tree_util.tree_map(lambda x: x[0], xs))
+        ys, left = jax.tree_util.tree_map(lambda y: y[None], (ys, left))
     else:
-        state, ys = lax.scan(step, state, xs)
+        state, (ys, left) = lax.scan(step, state, xs)
     final = list(state[0])
     for k, layout in enumerate(call.layouts):
         if stationary[k]:
@@ -352,14 +363,15 @@ def run_probed(
         unpad(final[k], call.layouts[k])
         for k in range(call.num_inputs, call.num_inputs + call.num_outputs)
     ]
-    if probe is None or not (probe.flags or probe.stats):
+    if not record_writes and (probe is None or not (probe.flags or probe.stats)):
         return outputs, None
+    keep = np.flatnonzero(schedule.valid.reshape(-1))
     result = ProbeResult(
         programs=flat_pids[schedule.valid.reshape(-1)],
         stats={k: {n: unpad(v, call.layouts[k]) for n, v in state[4][k].items()} for k in tracked},
+        writes={k: v.reshape(num_steps * lanes, *v.shape[2:])[keep] for k, v in left.items()},
     )
     if ys is not None:
-        keep = np.flatnonzero(schedule.valid.reshape(-1))
         flags, low, high = (y.reshape(num_steps * lanes, *y.shape[2:])[keep] for y in ys)
         result = dataclasses.replace(result, flags=flags, low=low, high=high)
     return outputs, result
