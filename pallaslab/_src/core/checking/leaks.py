@@ -235,12 +235,16 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
     k = call.num_inputs + output
     layout = call.layouts[k]
     out_operand = record.operands[call.num_scalars + k]
-    written = stored if stored is not None else _written_mask(call, k)
+    covered = _written_mask(call, k)
+    written = stored if stored is not None else covered
     found = []
     groups: list[tuple[str, np.ndarray]] = [(cause, mask)]
     if cause == "uninitialized-output" and written is not None:
         # Elements no program writes keep their initial contents: say so apart.
         groups = [("never-written", mask & ~written), (cause, mask & written)]
+    # Never-written elements that some program's block covers: the kernel leaves part
+    # of its block unstored (not a grid or index map that misses them).
+    in_blocks = covered is not None and stored is not None
     for kind, part in groups:
         if not part.any():
             continue
@@ -256,9 +260,14 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
                 tiles=tuple(tiles),
                 elements=int(part.sum()),
                 nan_elements=nan,
-                location=_location(call, position, kind),
+                location=_location(call, position, kind, in_blocks=in_blocks),
                 programs=_writers(call, k, tiles[:4]),
-                detail=_detail(call, position, kind),
+                detail=_detail(
+                    call,
+                    position,
+                    kind,
+                    in_blocks=in_blocks and covered is not None and bool((part & covered).all()),
+                ),
             )
         )
     return found
@@ -267,20 +276,22 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
 def _stored_elements(
     call: adapter.KernelCall, plan: emulator.Plan, operands: Sequence[Any], position: int
 ) -> np.ndarray | None:
-    """For a whole-array output, the elements some program stores (None otherwise).
+    """The elements of an output some program stores (None when not known).
 
-    Every program's block covers all of such an output, so blocks cannot say which
-    elements no program writes: the instrumented body can.
+    Blocks say which elements some program's block covers, not which a program
+    stores: a kernel that sets one element of its block (an SMEM output of which it
+    writes element 0) leaves the rest as the buffer held them. The instrumented body
+    says which elements were stored.
     """
     operand = call.record.operands[position]
-    if operand.role != "out" or not geometry.whole_array(operand):
-        return None
     k = position - call.num_scalars
-    if call.record.num_programs < 2 or not call.program.written[k]:
-        return None  # one program, or none that stores: the block-level words say more
+    if operand.role != "out" or not call.program.written[k] or call.instrumented is None:
+        return None  # none that stores: the block-level words say more
     try:
         accesses = sharing.shared_accesses(call, plan, operands, [position])[position]
-    except Exception:  # then the block-level answer stands
+    except instrument.UnsupportedError:  # a body it does not follow: blocks say it
+        return None
+    if accesses.sampled:
         return None
     return np.asarray((accesses.last_store >= 0) | (accesses.last_atomic >= 0))
 
@@ -321,17 +332,39 @@ def _writers(
     return tuple(dict.fromkeys(found))
 
 
-def _location(call: adapter.KernelCall, position: int, cause: str) -> SourceLocation | None:
+def _location(
+    call: adapter.KernelCall, position: int, cause: str, *, in_blocks: bool = False
+) -> SourceLocation | None:
+    """Where to look for a leak's cause.
+
+    The BlockSpec for padding and uncovered elements; the store that leaves part of a
+    block unwritten; the load that reads memory before anything wrote it.
+    """
     record = call.record
     operand = record.operands[position]
+    if cause == "never-written" and in_blocks:
+        return _first_access(call, position, ("store", "update", "atomic")) or record.source
     if cause in ("padding", "never-written"):
         index_map = operand.index_map  # JAX's default map has no source: no BlockSpec
         if index_map is not None and index_map.source_file:
             return SourceLocation(index_map.source_file, index_map.source_line)
+    if cause in ("uninitialized-output", "uninitialized-scratch"):
+        return _first_access(call, position, ("load", "update")) or record.source
     return record.source
 
 
-def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
+def _first_access(
+    call: adapter.KernelCall, position: int, kinds: tuple[str, ...]
+) -> SourceLocation | None:
+    """The source line of the body's first access of these kinds to an operand."""
+    body = call.instrumented
+    for site in body.sites if body is not None else ():
+        if site.ref == position and site.kind in kinds and site.file:
+            return SourceLocation(site.file, site.line)
+    return None
+
+
+def _detail(call: adapter.KernelCall, position: int, cause: str, *, in_blocks: bool = False) -> str:
     record = call.record
     operand = record.operands[position]
     if cause == "padding":
@@ -352,10 +385,20 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
             "out of the result."
         )
     if cause == "never-written":
+        if in_blocks and not geometry.whole_array(operand):
+            return (
+                f"Programs' blocks of {operand.label} cover them, but no program stores "
+                "them: the kernel writes only part of its block, and the rest is written "
+                "back as the buffer held it (uninitialized). Store every element of the "
+                f"block, or make {operand.label}'s block only as large as what is written."
+            )
         if geometry.whole_array(operand):
             return (
-                f"No program stores them: check the grid (pl.cdiv(n, block) programs cover "
-                f"n elements) and the offsets and masks of the stores into {operand.label}."
+                f"No program stores them: the kernel stores only some elements of "
+                f"{operand.label}, and the rest keep what the buffer held (uninitialized "
+                "memory). Store every element, or check the grid (pl.cdiv(n, block) "
+                f"programs cover n elements) and the offsets and masks of the stores into "
+                f"{operand.label}."
             )
         return (
             f"No program's block of {operand.label} covers them: check the grid and the "
@@ -369,8 +412,14 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
                 f"{operand.label}[...] = value ({operand.label} = value only rebinds a "
                 "Python name)."
             )
+        if k < len(call.program.reads_initial_block) and call.program.reads_initial_block[k]:
+            return (
+                f"A program reads its block of {operand.label} before writing it (e.g. += "
+                "without zeroing it first under pl.when(... == 0))."
+            )
         return (
-            f"A program reads its block of {operand.label} before writing it (e.g. += "
-            "without zeroing it first under pl.when(... == 0))."
+            f"Some program's block of {operand.label} holds elements it does not store, "
+            "and they are written back as the buffer held them, over what another "
+            "program stored there."
         )
     return f"Write {operand.label} before reading it in every program that reads it."
