@@ -6,7 +6,8 @@
   default) run in order on one core. Programs that differ along a parallel axis and
   write the same block race. On arbitrary axes an output block stays in VMEM while
   consecutive programs write it, and is written back when the block changes: a block
-  that is left and revisited later is not read back, so accumulating into it breaks.
+  that is left and revisited later is not read back, so accumulating into it breaks
+  (unless its BlockSpec asks for `pl.Buffered(..., revisit=pl.RevisitMode.ANY)`).
 
 Outputs whose programs share memory (see `shared`) are decided element by element.
 """
@@ -168,8 +169,10 @@ def _operand_conflicts(
         spread = np.ptp(coords[members], axis=0) > 0 if coords.shape[1] else np.zeros(0, bool)
         if np.any(spread & parallel_mask):
             found.append(make("parallel-write", members, window))
-        elif backend == "tpu" and np.any(np.diff(members) > 1):
-            # Visited in more than one run of consecutive programs.
+        elif backend == "tpu" and np.any(np.diff(members) > 1) and operand.revisit != "any":
+            # Visited in more than one run of consecutive programs (legal when the
+            # BlockSpec asks for `pl.Buffered(..., revisit=pl.RevisitMode.ANY)`: the
+            # pipeline then reads the block back).
             found.append(make("revisit", members, window))
     if not is_aligned(operand):
         pairs = overlapping_pairs(unique, sizes)

@@ -86,6 +86,7 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
                 ),
                 memory_space=_memory_space_name(mapping.transformed_block_aval),
                 buffer_count=_buffer_count(mapping.pipeline_mode),
+                revisit=_revisit_mode(mapping.pipeline_mode),
                 element_padding=(
                     tuple((int(lo), int(hi)) for lo, hi in padding)
                     if any(p != (0, 0) for p in padding)
@@ -388,6 +389,12 @@ def _dtype_name(aval: Any) -> str:
 def _buffer_count(pipeline_mode: Any) -> int | None:
     count = getattr(pipeline_mode, "buffer_count", None)
     return int(count) if count is not None else None
+
+
+def _revisit_mode(pipeline_mode: Any) -> str:
+    """`pl.Buffered(..., revisit=pl.RevisitMode.ANY)` as "any" ("" when not given)."""
+    revisit = getattr(pipeline_mode, "revisit", None)  # a field of newer JAX's Buffered
+    return str(getattr(revisit, "value", revisit) or "")
 
 
 def _backend_of(compiler_params: Any) -> str:
