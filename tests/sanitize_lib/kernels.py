@@ -131,3 +131,20 @@ def jitted_vmapped_add(x, y):
 def vmapped_race(x):
     """Races under vmap: `last_block_wins` per row."""
     return jax.vmap(last_block_wins)(x)
+
+
+def doubled_dynamic_grid(x, n):
+    """Clean, on a grid sized at run time (`n` is traced)."""
+    spec = pl.BlockSpec((8,), lambda i: (i,))
+    return pl.pallas_call(
+        _double_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(n,),
+        in_specs=[spec],
+        out_specs=spec,
+        interpret=True,
+    )(x)
+
+
+def _double_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...] * 2.0

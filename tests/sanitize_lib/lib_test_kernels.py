@@ -52,3 +52,8 @@ def test_jitted_vmapped_add():
 def test_vmapped_race():
     x = jnp.arange(2 * N, dtype=jnp.float32).reshape(2, N)
     np.testing.assert_array_equal(jax.jit(kernels.vmapped_race)(x), 2 * x[:, -kernels.BLOCK :])
+
+
+def test_doubled_dynamic_grid():
+    x = jnp.arange(32, dtype=jnp.float32)
+    np.testing.assert_array_equal(jax.jit(kernels.doubled_dynamic_grid)(x, jnp.int32(4)), 2 * x)

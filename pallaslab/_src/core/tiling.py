@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from pallaslab._src.core import jax_adapter
-from pallaslab._src.core.prefetch import kernel_inputs, prefetch_values
+from pallaslab._src.core.prefetch import kernel_inputs, prefetch_values, sized_kernel
 from pallaslab._src.core.program import Traced, program_of
 from pallaslab._src.core.seeded import example_arrays
 from pallaslab._src.geometry import blocks as geometry_blocks
@@ -38,7 +38,7 @@ def tile_map(
     those of the example arguments (seeded random arrays where only shapes were
     given: the same `Inspection.run()` uses).
     """
-    record = inspection.kernel(kernel)
+    record = sized_kernel(program_of(inspection), inspection.kernel(kernel))
     if prefetch is None:
         prefetch = _prefetch(inspection, record) if record.num_scalar_prefetch else ()
     chosen = schedule or schedule_of(record, inspection.backend)
@@ -76,7 +76,11 @@ def stray_blocks(
         else None
     )
     found: list[tuple[Kernel, StrayBlock]] = []
-    for kernel in inspection.kernels:
+    for listed in inspection.kernels:
+        try:
+            kernel = sized_kernel(program, listed, leaves)
+        except ValueError:  # a grid whose size is unknown here: nothing to pre-check
+            continue
         values = (
             prefetch_values(program, kernel.index, leaves) if kernel.num_scalar_prefetch else ()
         )
@@ -242,7 +246,7 @@ def race_report(inspection: Traced, kernel: int | str = 0, backend: str = "gpu")
     from pallaslab._src.core import emulator, sharing  # noqa: PLC0415 - heavy, on use
     from pallaslab._src.geometry import races  # noqa: PLC0415
 
-    record = inspection.kernel(kernel)
+    record = sized_kernel(program_of(inspection), inspection.kernel(kernel))
     prefetch = _prefetch(inspection, record) if record.num_scalar_prefetch else ()
     site = _site(inspection, record)
     if (

@@ -380,3 +380,28 @@ def uninitialized_value(dtype: Any) -> Any:
     if dtype == np.bool_:
         return np.array(False)
     raise NotImplementedError(f"no uninitialized value for {dtype}")
+
+
+def with_grid_sizes(
+    params: dict[str, Any], in_avals: Sequence[Any], operands: Sequence[Any]
+) -> tuple[dict[str, Any], tuple[Any, ...], list[Any]]:
+    """A pallas_call whose grid is sized at run time, sized by the values it ran with.
+
+    Its leading operands are the sizes of its dynamic grid axes (`grid=(n,)` with `n`
+    traced): given their values, the call is the same kernel on a static grid, which
+    the emulator runs. Returns its parameters, operand types and operands without
+    those sizes (unchanged for a static grid).
+    """
+    mapping = params["grid_mapping"]
+    count = sum(1 for d in mapping.grid if not isinstance(d, (int, np.integer)))
+    if not count:
+        return params, tuple(in_avals), list(operands)
+    sizes = iter(int(np.asarray(v)) for v in operands[:count])
+    grid = tuple(
+        int(d) if isinstance(d, (int, np.integer)) else next(sizes) for d in mapping.grid
+    )
+    return (
+        dict(params, grid_mapping=mapping.replace(grid=grid)),
+        tuple(in_avals[count:]),
+        list(operands[count:]),
+    )

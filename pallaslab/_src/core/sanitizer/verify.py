@@ -76,9 +76,12 @@ def _verify(capture: Capture, base: SanitizedCall, checks: Collection[str]) -> S
     assert capture.values is not None
     count = len(lowered.in_avals)
     operands, results = capture.values[:count], capture.values[count:]
-    # The emulator models the kernel, whichever interpreter the test chose for it.
-    params = dict(lowered.params, interpret=True)
-    call, plan = emulator.analyse(params, lowered.in_avals)
+    # The emulator models the kernel, whichever interpreter the test chose for it; a
+    # grid sized at run time is sized by the values this run had.
+    params, in_avals, operands = adapter.with_grid_sizes(
+        dict(lowered.params, interpret=True), lowered.in_avals, operands
+    )
+    call, plan = emulator.analyse(params, in_avals)
     base = dataclasses.replace(base, kernel=call.record.name, grid=tuple(call.grid))
     if plan.failure:
         raise RuntimeError(f"the emulator could not analyse it: {plan.failure}")
