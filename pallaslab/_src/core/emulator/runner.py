@@ -109,6 +109,37 @@ def run_probed(
         instrument.UnsupportedError: When the probe (or a GPU order's sharing) needs
             the instrumented body and it cannot follow this kernel's.
     """
+    # The user's kernel is traced already; pallaslab's own arithmetic around it (window
+    # starts, fills, write-backs) broadcasts and promotes as JAX does by default,
+    # whatever the user's `jax_numpy_rank_promotion` / `jax_numpy_dtype_promotion`.
+    with jax.numpy_rank_promotion("allow"), jax.numpy_dtype_promotion("standard"):
+        return _run_probed(
+            call,
+            plan,
+            args,
+            request,
+            fill_values,
+            probe=probe,
+            probe_fills=probe_fills,
+            programs=programs,
+            share=share,
+            record_writes=record_writes,
+        )
+
+
+def _run_probed(
+    call: adapter.KernelCall,
+    plan: Plan,
+    args: Sequence[Any],
+    request: Request,
+    fill_values: dict[int, Any] | None,
+    *,
+    probe: instrument.Probe | None,
+    probe_fills: Sequence[Any],
+    programs: np.ndarray | None,
+    share: bool,
+    record_writes: tuple[int, ...],
+) -> tuple[list[Any], ProbeResult | None]:
     applies = request.applies_to(kernel_key(call.record))
     overrides = dict(fill_values or {})
 
