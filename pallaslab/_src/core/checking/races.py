@@ -100,12 +100,12 @@ def confirm_races(
         emulator.Request(order=backend, seed=int(seed), target=key) for seed in seeds
     ]
     recorded = _writes_to_record(call, report)
-    (base, *others), left = _run_variants(call, plan, operands, requests, recorded)
-    writes = (
-        _judge_writes(call, report, left)
-        if recorded
-        else WriteComparison(backend, (None,) * len(conflicts), _TOO_MANY)
-    )
+    (base, *others), left = _run_variants(call, plan, operands, requests, recorded or ())
+    if recorded:
+        writes = _judge_writes(call, report, left)
+    else:
+        note = _TOO_MANY if recorded is None else ""
+        writes = WriteComparison(backend, (None,) * len(conflicts), note)
     tiles: list[tuple[str, tuple[int, ...]]] = []
     worst = 0.0
     # NaN appearing where the grid's order gave a number (or vice versa) counts as inf.
@@ -197,7 +197,8 @@ def compare_writes(
     """
     blocks = _writes_to_record(call, report)
     if not blocks:
-        return WriteComparison(report.backend, (None,) * len(report.conflicts), _TOO_MANY)
+        note = _TOO_MANY if blocks is None else ""
+        return WriteComparison(report.backend, (None,) * len(report.conflicts), note)
 
     def run(*args: Any) -> dict[int, Any]:
         return _recorded_writes(call, plan, args, blocks)
@@ -207,12 +208,18 @@ def compare_writes(
     return _judge_writes(call, report, {k: np.asarray(v) for k, v in left.items()})
 
 
-def _writes_to_record(call: adapter.KernelCall, report: sharing.RaceReport) -> tuple[int, ...]:
-    """The blocked outputs whose writes to keep; () when they are too many to keep."""
-    blocks = tuple(sorted({c.position - call.num_scalars for c in report.conflicts}))
+def _writes_to_record(
+    call: adapter.KernelCall, report: sharing.RaceReport
+) -> tuple[int, ...] | None:
+    """The blocked outputs whose writes to keep; None when they are too many to keep."""
+    blocks = tuple(
+        sorted(
+            {c.position - call.num_scalars for c in report.conflicts if c.kind != "aliased-read"}
+        )
+    )
     size = sum(math.prod(call.layouts[k].kernel_block_shape) for k in blocks)
     if call.record.num_programs * size > MAX_WRITTEN_ELEMENTS:
-        return ()
+        return None
     return blocks
 
 
@@ -241,6 +248,9 @@ def _judge_writes(
     row_of[_linear(ran, call.grid)] = np.arange(len(ran))
     agree: list[bool | None] = []
     for conflict in report.conflicts:
+        if conflict.kind == "aliased-read":
+            agree.append(None)  # what is read depends on timing, not on values written
+            continue
         written = left[conflict.position - call.num_scalars]
         if conflict.kind == "element-store":
             agree.append(_elements_agree(written, report.shared.get(conflict.position), row_of))
@@ -271,4 +281,4 @@ def _linear(programs: np.ndarray, grid: tuple[int, ...]) -> np.ndarray:
     """Linear indices in grid order of programs (one row of grid indices each)."""
     if not grid:
         return np.zeros(len(programs), np.int64)
-    return np.ravel_multi_index(tuple(programs.T), grid).astype(np.int64)
+    return np.asarray(np.ravel_multi_index(tuple(programs.T), grid), np.int64)

@@ -397,9 +397,7 @@ def with_grid_sizes(
     if not count:
         return params, tuple(in_avals), list(operands)
     sizes = iter(int(np.asarray(v)) for v in operands[:count])
-    grid = tuple(
-        int(d) if isinstance(d, (int, np.integer)) else next(sizes) for d in mapping.grid
-    )
+    grid = tuple(int(d) if isinstance(d, (int, np.integer)) else next(sizes) for d in mapping.grid)
     return (
         dict(params, grid_mapping=mapping.replace(grid=grid)),
         tuple(in_avals[count:]),

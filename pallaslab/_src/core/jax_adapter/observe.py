@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from pallaslab._src.core.jax_adapter.kernels.locations import function_location, kernel_location
@@ -119,7 +120,7 @@ def _unreadable(avals: Sequence[Any]) -> str:
         dtype = getattr(aval, "dtype", None)
         if shape is None or dtype is None:
             return f"it takes or returns a {type(aval).__name__}, not an array"
-        if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
+        if jnp.issubdtype(dtype, jax.dtypes.extended):
             return f"it takes or returns arrays of {dtype}, which a check cannot read back"
         if not all(isinstance(d, (int, np.integer)) for d in shape):
             return f"it takes or returns an array of symbolic shape {tuple(shape)}"

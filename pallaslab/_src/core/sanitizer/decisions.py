@@ -67,3 +67,40 @@ def _nbytes(aval: object) -> int:
     except TypeError:
         itemsize = 4
     return math.prod(int(d) for d in shape) * itemsize
+
+
+def comparison_refusal(params: dict[str, object]) -> str:
+    """Why the emulator's outputs are not compared with the test's ("" when they are).
+
+    Pallas' TPU interpreter can be asked to compute otherwise than Pallas' interpreter
+    (and the emulator, which follows it): on several cores, parallel dimensions in a
+    random order, zeros for uninitialized memory, floating-point work skipped. Its
+    outputs then differ by design; the kernel is still checked.
+    """
+    interpret = params.get("interpret")
+    if interpret_kind(interpret) != "InterpretParams":
+        return ""
+    asked = []
+    if getattr(interpret, "skip_floating_point_ops", False):
+        asked.append("skip floating-point operations")
+    if getattr(interpret, "uninitialized_memory", "nan") != "nan":
+        asked.append(f"fill uninitialized memory with {interpret.uninitialized_memory}")  # type: ignore[attr-defined]
+    if getattr(interpret, "out_of_bounds_reads", "raise") != "raise":
+        asked.append("read uninitialized values past a buffer's end")
+    if getattr(interpret, "buffer_bounds", "logical") != "logical":
+        asked.append("pad buffers to the TPU's tiles")
+    cores = int(getattr(interpret, "num_cores_or_threads", 1) or 1)
+    if cores > 1:
+        asked.append(f"run on {cores} cores")
+    if getattr(interpret, "random_seed", None) is not None:
+        asked.append("run parallel grid dimensions in a random order")
+    if not asked:
+        return ""
+    return (
+        "not compared with the test's result: the test ran it in Pallas' TPU interpreter, "
+        f"asked to {_and(asked)}"
+    )
+
+
+def _and(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

@@ -21,6 +21,7 @@ from pallaslab._src.core import checking, compile_cache, emulator
 from pallaslab._src.core.checking.outputs import differs, is_number
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.core.jax_adapter import observe
+from pallaslab._src.core.sanitizer import decisions
 from pallaslab._src.core.sanitizer import findings as words
 from pallaslab._src.records.sanitize import SanitizedCall, SanitizerFinding
 
@@ -101,7 +102,8 @@ def _verify(capture: Capture, base: SanitizedCall, checks: Collection[str]) -> S
     if findings.failures:
         what, error = findings.failures[0]
         raise RuntimeError(f"{what} failed: {messages.one_line(error)}{_where(error)}")
-    if "emulate" in checks:
+    unlike = decisions.comparison_refusal(lowered.params)
+    if "emulate" in checks and not unlike:
         # The leak check's first run is the emulated run: one compile less.
         emulated = findings.outputs
         if emulated is None:
@@ -117,7 +119,7 @@ def _verify(capture: Capture, base: SanitizedCall, checks: Collection[str]) -> S
         agrees=agrees,
         max_abs_diff=worst,
         findings=tuple(found),
-        notes=tuple(dict.fromkeys(findings.notices)),
+        notes=tuple(dict.fromkeys([*findings.notices, *([unlike] if unlike else [])])),
     )
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from pallaslab._src.geometry.blocks import program_starts
 from pallaslab._src.geometry.limits import check_programs
+from pallaslab._src.geometry.races.aliasing import aliased_reads
 from pallaslab._src.geometry.races.conflict import BACKENDS, Conflict, conflict_at
 from pallaslab._src.geometry.races.shared import (
     SharedAccesses,
@@ -79,6 +80,7 @@ def find_races(
         if starts is None:
             continue
         conflicts.extend(_operand_conflicts(kernel, operand, starts, backend, parallel))
+    conflicts.extend(aliased_reads(kernel, backend, prefetch))
     return conflicts
 
 

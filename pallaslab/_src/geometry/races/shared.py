@@ -79,7 +79,8 @@ def whole_array(operand: Operand) -> bool:
     if operand.memory_space in SHARED_SPACES:
         return True
     kept = [
-        (int(b), n) for b, n in zip(operand.block_shape, operand.shape, strict=True)
+        (int(b), n)
+        for b, n in zip(operand.block_shape, operand.shape, strict=True)
         if b is not None
     ]
     return all(b == n for b, n in kept)

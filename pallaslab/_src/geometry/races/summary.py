@@ -86,6 +86,13 @@ def summarize(
             if len(programs) <= 2
             else ", ".join(programs[:3]) + f" ({len(programs)} in all)"
         )
+        if kind == "aliased-read":
+            sentences.append(
+                f"{label} hazard on {operand}: {first.describe(names)} Read each block "
+                "of an aliased input before any program writes it (the same block in the "
+                "same program), or do not alias it."
+            )
+            continue
         if kind == "revisit":
             sentences.append(
                 f"{label} hazard on {operand}: {blocks} left and written again later "
