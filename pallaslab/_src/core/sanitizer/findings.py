@@ -89,12 +89,27 @@ def _race_findings(
     record: Kernel, found: checking.KernelFindings, nodeid: str
 ) -> Iterator[SanitizerFinding]:
     reports = {report.backend: report for report in found.reports}
+    names = geometry.axis_names(record)
     for race_check in found.race_checks:
         report: sharing.RaceReport | None = reports.get(race_check.backend)
-        conflicts = report.conflicts if report is not None else ()
-        first = conflicts[0] if conflicts else None
-        where = first.describe(geometry.axis_names(record)) if first is not None else ""
-        location = _output_location(record, first.position) if first else record.source
+        every = report.conflicts if report is not None else ()
+        hazards = [c for c in every if c.kind == "aliased-read"]
+        if hazards:  # exact geometry: the result depends on timing, whatever the values
+            yield SanitizerFinding(
+                kind="race",
+                check="races",
+                kernel=record.name,
+                message=f"{record.name}: {hazards[0].describe(names)}",
+                location=_output_location(record, hazards[0].position),
+                nodeid=nodeid,
+                backend=race_check.backend,
+            )
+        conflicts = [c for c in every if c.kind != "aliased-read"]
+        if not conflicts:
+            continue
+        first = conflicts[0]
+        where = first.describe(names)
+        location = _output_location(record, first.position)
         if race_check.races:
             kind, severity, text = "race", "error", f"{race_check.describe()} {where}"
         elif race_check.writes_agree:
