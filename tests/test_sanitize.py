@@ -14,8 +14,8 @@ import json
 import os
 import subprocess
 import sys
-import xml.etree.ElementTree as ElementTree
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -33,6 +33,7 @@ EXPECTED = {
     "_scale_kernel": ("same-value-writes", "same-value"),
 }
 CLEAN = "_add_kernel"
+CLEAN_DYNAMIC = "_double_kernel"
 FAULTY_TESTS = {
     "test_last_block_wins",
     "test_shifted_read",
@@ -49,13 +50,19 @@ def _mark_line(name: str) -> int:
     raise AssertionError(f"no line marked {name}")
 
 
-def _run(*args: str, expect: str) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, expect: str, cli: bool = False) -> subprocess.CompletedProcess[str]:
+    """The library's tests in a subprocess: pytest, or `pallaslab sanitize` (cli)."""
     env = dict(os.environ, SANITIZE_EXPECT=expect, JAX_PLATFORMS="cpu")
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(Path(__file__).parents[1]), env.get("PYTHONPATH", "")) if p
     )
+    command = (
+        [sys.executable, "-m", "pallaslab._src.cli", "sanitize", *args, "--", "-q", "-rA"]
+        if cli
+        else [sys.executable, "-m", "pytest", "-q", "-rA", *args]
+    )
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rA", *args],
+        command,
         cwd=LIB,
         env=env,
         capture_output=True,
@@ -78,7 +85,7 @@ def test_without_the_flag_the_plugin_loads_nothing_and_outcomes_stand():
     done = _run(expect="off")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "== pallaslab ==" not in done.stdout
-    assert "9 passed" in done.stdout
+    assert "10 passed" in done.stdout
 
 
 def test_the_plugin_module_imports_nothing_heavy():
@@ -109,6 +116,9 @@ def test_findings_name_the_kernel_line_and_the_test(sanitized):
 
 def test_clean_kernels_are_clean_and_runs_under_jit_and_vmap_are_reached(sanitized):
     _, report, _ = sanitized
+    dynamic = [c for c in report["calls"] if c["kernel"] == CLEAN_DYNAMIC]
+    # A grid sized at run time (jit, n traced) is emulated with the size it ran with.
+    assert [(c["grid"], c["findings"], c["agrees"]) for c in dynamic] == [([4], [], True)]
     adds = [c for c in report["calls"] if c["kernel"] == CLEAN]
     # Eager (grid 4) and under jit(vmap) (a vmapped grid: another program).
     assert sorted(len(c["grid"]) for c in adds) == [1, 2]
@@ -145,17 +155,17 @@ def test_every_program_agrees_with_interpret_mode_and_nothing_crashed(sanitized)
     assert totals["crashes"] == 0
     assert totals["refused"] == 0
     assert totals["disagreements"] == 0
-    assert totals["reached"] == totals["checked"] == len(report["calls"]) == 8
+    assert totals["reached"] == totals["checked"] == len(report["calls"]) == 9
 
 
 def test_the_summary_and_the_junit_report(sanitized):
     stdout, report, out = sanitized
     assert "== pallaslab ==" in stdout
-    assert "pallaslab checked 8 of 8 distinct kernel program(s)" in stdout
+    assert "pallaslab checked 9 of 9 distinct kernel program(s)" in stdout
     line = _mark_line("out-of-bounds")
     assert f"kernels.py:{line}: out-of-bounds: _shifted_read_kernel" in stdout
     suite = ElementTree.parse(out.with_suffix(".xml")).getroot()
-    assert suite.get("tests") == "8"
+    assert suite.get("tests") == "9"
     failures = [f for case in suite.iter("testcase") for f in case.iter("failure")]
     errors = [f for c in report["calls"] for f in c["findings"] if f["severity"] == "error"]
     assert len(failures) == len(errors) >= 5
@@ -163,7 +173,8 @@ def test_the_summary_and_the_junit_report(sanitized):
 
 
 def test_strict_fails_exactly_the_tests_that_ran_a_faulty_kernel():
-    done = _run("--pallaslab=races,bounds,uninit,emulate", "--pallaslab-strict", expect="on")
+    # Through the command line: `pallaslab sanitize --strict -- ARGS`.
+    done = _run("--checks", "races,bounds,uninit,emulate", "--strict", expect="on", cli=True)
     assert done.returncode == 1
     failed = {
         line.split("::")[1].split()[0]
@@ -178,3 +189,20 @@ def test_a_report_reads_back_its_own_totals():
     report = SanitizerReport(checks=("races",), calls=())
     assert json.loads(report.to_json())["totals"]["reached"] == 0
     assert ElementTree.fromstring(report.to_junit_xml().split("?>", 1)[1]).get("tests") == "0"
+
+
+def test_the_command_line_refuses_an_unknown_check_without_running_pytest():
+    done = _run("--checks", "races,speed", expect="on", cli=True)
+    assert done.returncode == 2
+    assert "unknown check speed" in done.stderr
+    assert "passed" not in done.stdout
+
+
+def test_checks_are_parsed_from_the_option():
+    from pallaslab._src import pytest_plugin
+
+    assert pytest_plugin.parse_checks("all") == pytest_plugin.CHECKS
+    assert pytest_plugin.parse_checks("uninit,races") == ("races", "uninit")
+    assert pytest_plugin.parse_checks("tests/") is None  # a path: given back to pytest
+    with pytest.raises(pytest.UsageError, match="unknown check speed"):
+        pytest_plugin.parse_checks("races,speed")

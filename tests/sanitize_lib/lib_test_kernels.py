@@ -5,9 +5,8 @@ They pass without pallaslab; `pytest --pallaslab` finds what interpret mode hide
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-
 import kernels
+import numpy as np
 
 N = 4 * kernels.BLOCK
 
