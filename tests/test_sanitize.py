@@ -206,3 +206,32 @@ def test_checks_are_parsed_from_the_option():
     assert pytest_plugin.parse_checks("tests/") is None  # a path: given back to pytest
     with pytest.raises(pytest.UsageError, match="unknown check speed"):
         pytest_plugin.parse_checks("races,speed")
+
+
+def test_the_readme_lists_the_plugin_s_options_and_checks():
+    from pallaslab._src import pytest_plugin
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Checking a test suite's kernels", 1)[1].split("\n## ", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("| `--pallaslab")]
+    listed = {line.split("`")[1].split("[")[0].split("=")[0] for line in table}
+
+    class Group:
+        def __init__(self):
+            self.names: list[str] = []
+
+        def addoption(self, name, **_):
+            self.names.append(name)
+
+    class Parser:
+        def __init__(self):
+            self.group = Group()
+
+        def getgroup(self, *_):
+            return self.group
+
+    parser = Parser()
+    pytest_plugin.pytest_addoption(parser)  # type: ignore[arg-type]
+    assert listed == set(parser.group.names)
+    for check in pytest_plugin.CHECKS:
+        assert f"`{check}`" in table[0]
