@@ -237,13 +237,12 @@ class KernelCall:
 
     @functools.cached_property
     def _instrumentation(self) -> tuple[instrument.InstrumentedBody | None, str]:
+        # A body doing what the evaluator does not follow is a decision, said in the
+        # checks' notices; any other error is pallaslab's failure and propagates.
         try:
             return instrument.instrumented_body(self.params, self.grid), ""
-        except Exception as error:  # an unfamiliar body: its checks say so
-            return (
-                None,
-                f"its loads and stores could not be followed ({type(error).__name__}: {error})",
-            )
+        except instrument.UnsupportedError as error:
+            return None, f"its loads and stores could not be followed ({error})"
 
 
 def kernel_call(params: dict[str, Any], in_avals: Sequence[Any]) -> KernelCall:
