@@ -105,7 +105,7 @@ def confirm_races(
         writes = _judge_writes(call, report, left)
     else:
         note = _TOO_MANY if recorded is None else ""
-        writes = WriteComparison(backend, (None,) * len(conflicts), note)
+        writes = WriteComparison(backend, (None,) * len(_writers_conflicts(report)), note)
     tiles: list[tuple[str, tuple[int, ...]]] = []
     worst = 0.0
     # NaN appearing where the grid's order gave a number (or vice versa) counts as inf.
@@ -161,10 +161,11 @@ class WriteComparison:
 
     Attributes:
         backend: Whose conflicts were compared.
-        agree: Per conflict (in the order given), whether every program that writes
-            its elements leaves the same values there (NaN equals NaN); None where
-            that cannot be said (a program reads what another stores, atomics mixed
-            with plain accesses).
+        agree: Per conflict between writers (in the order given; reads of an aliased
+            input are no such conflict and are left out), whether every program that
+            writes its elements leaves the same values there (NaN equals NaN); None
+            where that cannot be said (a program reads what another stores, atomics
+            mixed with plain accesses).
         note: Why nothing was compared ("" when the conflicts were).
     """
 
@@ -198,7 +199,7 @@ def compare_writes(
     blocks = _writes_to_record(call, report)
     if not blocks:
         note = _TOO_MANY if blocks is None else ""
-        return WriteComparison(report.backend, (None,) * len(report.conflicts), note)
+        return WriteComparison(report.backend, (None,) * len(_writers_conflicts(report)), note)
 
     def run(*args: Any) -> dict[int, Any]:
         return _recorded_writes(call, plan, args, blocks)
@@ -212,15 +213,16 @@ def _writes_to_record(
     call: adapter.KernelCall, report: sharing.RaceReport
 ) -> tuple[int, ...] | None:
     """The blocked outputs whose writes to keep; None when they are too many to keep."""
-    blocks = tuple(
-        sorted(
-            {c.position - call.num_scalars for c in report.conflicts if c.kind != "aliased-read"}
-        )
-    )
+    blocks = tuple(sorted({c.position - call.num_scalars for c in _writers_conflicts(report)}))
     size = sum(math.prod(call.layouts[k].kernel_block_shape) for k in blocks)
     if call.record.num_programs * size > MAX_WRITTEN_ELEMENTS:
         return None
     return blocks
+
+
+def _writers_conflicts(report: sharing.RaceReport) -> list[geometry.Conflict]:
+    """The conflicts between programs that write (not reads of an aliased input)."""
+    return [c for c in report.conflicts if c.kind != "aliased-read"]
 
 
 def _recorded_writes(
@@ -247,10 +249,7 @@ def _judge_writes(
     row_of = np.full(max(call.record.num_programs, 1), -1, np.int64)
     row_of[_linear(ran, call.grid)] = np.arange(len(ran))
     agree: list[bool | None] = []
-    for conflict in report.conflicts:
-        if conflict.kind == "aliased-read":
-            agree.append(None)  # what is read depends on timing, not on values written
-            continue
+    for conflict in _writers_conflicts(report):
         written = left[conflict.position - call.num_scalars]
         if conflict.kind == "element-store":
             agree.append(_elements_agree(written, report.shared.get(conflict.position), row_of))

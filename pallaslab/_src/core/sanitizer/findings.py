@@ -36,14 +36,14 @@ def kernel_checks(checks: Collection[str]) -> frozenset[str]:
     return frozenset(needed)
 
 
-def backends_of(kernel: Kernel) -> tuple[str, ...]:
+def backends_of(kernel: Kernel, interpreter: str = "") -> tuple[str, ...]:
     """Whose race rules apply: the kernel's backend's, or both for a kernel for either.
 
-    A kernel with TPU compiler params (or run by the TPU interpreter) is held to TPU
-    rules; one with Triton or Mosaic GPU params to GPU rules; a kernel without either
-    is written for both, and held to both.
+    A kernel with TPU compiler params (or run by the TPU interpreter: `interpreter`
+    "InterpretParams") is held to TPU rules; one with Triton or Mosaic GPU params to
+    GPU rules; a kernel without either is written for both, and held to both.
     """
-    if kernel.backend == "mosaic_tpu" or kernel.interpret.startswith("InterpretParams"):
+    if kernel.backend == "mosaic_tpu" or interpreter == "InterpretParams":
         return ("tpu",)
     if kernel.backend in ("triton", "mosaic_gpu"):
         return ("gpu",)

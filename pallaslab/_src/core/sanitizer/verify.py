@@ -97,7 +97,9 @@ def _verify(capture: Capture, base: SanitizedCall, checks: Collection[str]) -> S
         plan,
         operands,
         checks=kernel_checks,
-        backends=words.backends_of(call.record),
+        backends=words.backends_of(
+            call.record, adapter.interpret_kind(lowered.params.get("interpret"))
+        ),
     )
     if findings.failures:
         what, error = findings.failures[0]
