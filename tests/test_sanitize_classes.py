@@ -299,3 +299,27 @@ def test_tpu_interpreter_settings_that_compute_otherwise_are_not_compared():
     assert decisions.comparison_refusal({"interpret": True}) == ""
     assert "run on 2 cores" in decisions.comparison_refusal(cores)
     assert "fill uninitialized memory with zero" in decisions.comparison_refusal(zeros)
+
+
+# -- negative array indices -------------------------------------------------------------
+
+
+def _gather_rows_by(x, rows, shift):
+    def kernel(x_ref, rows_ref, o_ref):
+        o_ref[...] = x_ref[rows_ref[...] + shift, ::3]
+
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((rows.shape[0], 3, 3), jnp.float32)
+    )(x, rows)
+
+
+def test_negative_array_indices_count_from_the_end_as_in_numpy():
+    x = jnp.arange(6 * 8 * 3, dtype=jnp.float32).reshape(6, 8, 3)
+    rows = jnp.array([1, 0, 2, 2, -1, 1], jnp.int32)
+    wrapped = pallaslab.inspect(lambda x, r: _gather_rows_by(x, r, 0), x, rows).run()
+    # NumPy's (and JAX's gather's) x[-1] is the last row: inside the ref.
+    assert wrapped.out_of_bounds == ()
+    np.testing.assert_array_equal(wrapped.values[0], np.asarray(x)[np.asarray(rows), ::3])
+    beyond = pallaslab.inspect(lambda x, r: _gather_rows_by(x, r, -7), x, rows).run()
+    (access,) = beyond.out_of_bounds  # -8 is no row of 6, even counting from the end
+    assert access.ref == "x_ref" and access.span[0][0] < 0
