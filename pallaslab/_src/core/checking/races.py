@@ -252,7 +252,9 @@ def _judge_writes(
     for conflict in _writers_conflicts(report):
         written = left[conflict.position - call.num_scalars]
         if conflict.kind == "element-store":
-            agree.append(_elements_agree(written, report.shared.get(conflict.position), row_of))
+            layout = call.layouts[conflict.position - call.num_scalars]
+            shared = report.shared.get(conflict.position)
+            agree.append(_elements_agree(written, shared, row_of, layout.squeezed))
         elif conflict.element_level:
             agree.append(None)  # reads of another's stores, atomics: order matters
         else:
@@ -262,9 +264,16 @@ def _judge_writes(
 
 
 def _elements_agree(
-    written: np.ndarray, shared: geometry.SharedAccesses | None, row_of: np.ndarray
+    written: np.ndarray,
+    shared: geometry.SharedAccesses | None,
+    row_of: np.ndarray,
+    squeezed: Sequence[bool],
 ) -> bool | None:
-    """Whether the first and the last program to store each element stored the same value."""
+    """Whether the first and the last program to store each element stored the same value.
+
+    `written` holds each program's block (squeezed dimensions, which only pick the
+    program's slice of a whole-array ref, left out); `shared` indexes the array.
+    """
     if shared is None:
         return None
     both = (shared.first_store >= 0) & (shared.first_store != shared.last_store)
@@ -273,7 +282,8 @@ def _elements_agree(
     last = row_of[shared.last_store[index]]
     if (first < 0).any() or (last < 0).any():
         return None
-    return not differs(written[(first, *index)], written[(last, *index)]).any()
+    kept = tuple(i for i, gone in zip(index, squeezed, strict=True) if not gone)
+    return not differs(written[(first, *kept)], written[(last, *kept)]).any()
 
 
 def _linear(programs: np.ndarray, grid: tuple[int, ...]) -> np.ndarray:

@@ -262,7 +262,7 @@ def kernel_call(params: dict[str, Any], in_avals: Sequence[Any]) -> KernelCall:
     grid = tuple(int(d) if isinstance(d, (int, np.integer)) else -1 for d in mapping.grid)
     layouts = []
     for block_mapping in mapping.block_mappings:
-        layout = _layout(block_mapping)
+        layout = _layout(block_mapping, mapping)
         if isinstance(layout, str):
             unsupported = unsupported or layout
             continue
@@ -318,7 +318,7 @@ def _primitive_names(jaxpr: Any) -> set[str]:
     return names
 
 
-def _layout(block_mapping: Any) -> BlockLayout | str:
+def _layout(block_mapping: Any, grid_mapping: Any) -> BlockLayout | str:
     sizes, squeezed, element, padding = [], [], [], []
     for dim in block_mapping.block_shape:
         if isinstance(dim, pallas_core.Squeezed) or dim is None:
@@ -346,21 +346,32 @@ def _layout(block_mapping: Any) -> BlockLayout | str:
         squeezed=tuple(squeezed),
         element=tuple(element),
         padding=tuple(padding),
-        index_map=_index_map_function(block_mapping.index_map_jaxpr),
+        index_map=_index_map_function(block_mapping.index_map_jaxpr, grid_mapping),
     )
 
 
-def _index_map_function(closed: Any) -> Callable[..., tuple[Any, ...]]:
+def _index_map_function(closed: Any, grid_mapping: Any) -> Callable[..., tuple[Any, ...]]:
     # Index maps may read scalar-prefetch refs: discharge them into plain values, as
-    # Pallas' interpreter does, and keep only the block indices.
-    discharged, consts = closed_parts(state_discharge.discharge_state(closed))
+    # Pallas' interpreter does, and keep only the block indices. An index map of a grid
+    # sized at run time may ask `pl.num_programs`: it is answered in the grid's context.
+    with _grid_context(grid_mapping):
+        discharged, consts = closed_parts(state_discharge.discharge_state(closed))
     count = len(inner_jaxpr(closed).outvars)
 
     def index_map(*args: Any) -> tuple[Any, ...]:
-        values = jax_core.eval_jaxpr(discharged, consts, *args)
+        with _grid_context(grid_mapping):
+            values = jax_core.eval_jaxpr(discharged, consts, *args)
         return tuple(values[:count])
 
     return index_map
+
+
+def _grid_context(grid_mapping: Any) -> Any:
+    """Pallas' grid context of a call (what `pl.num_programs` reads while tracing)."""
+    enter = getattr(pallas_core, "tracing_grid_env", None)
+    if enter is None:  # pragma: no cover - depends on the JAX version
+        return contextlib.nullcontext()
+    return enter(tuple(grid_mapping.grid), tuple(grid_mapping.vmapped_dims))
 
 
 def uninitialized_value(dtype: Any) -> Any:

@@ -39,15 +39,28 @@ def kernel_checks(checks: Collection[str]) -> frozenset[str]:
 def backends_of(kernel: Kernel, interpreter: str = "") -> tuple[str, ...]:
     """Whose race rules apply: the kernel's backend's, or both for a kernel for either.
 
-    A kernel with TPU compiler params (or run by the TPU interpreter: `interpreter`
-    "InterpretParams") is held to TPU rules; one with Triton or Mosaic GPU params to
+    A kernel with TPU compiler params, run by the TPU interpreter (`interpreter`
+    "InterpretParams") or using what only TPUs have (scalar prefetch, VMEM) is held
+    to TPU rules; one with Triton or Mosaic GPU params to
     GPU rules; a kernel without either is written for both, and held to both.
     """
-    if kernel.backend == "mosaic_tpu" or interpreter == "InterpretParams":
+    if kernel.backend == "mosaic_tpu" or interpreter == "InterpretParams" or _tpu_only(kernel):
         return ("tpu",)
     if kernel.backend in ("triton", "mosaic_gpu"):
         return ("gpu",)
     return geometry.BACKENDS
+
+
+# Memory spaces only a TPU has (SMEM is both a TPU's scalar memory and a GPU's shared
+# memory: not telling).
+_TPU_SPACES = frozenset({"vmem", "semaphore", "semaphore_mem", "hbm"})
+
+
+def _tpu_only(kernel: Kernel) -> bool:
+    """Whether the kernel uses what only TPUs have: scalar prefetch, VMEM, semaphores."""
+    return kernel.num_scalar_prefetch > 0 or any(
+        o.memory_space in _TPU_SPACES for o in kernel.operands
+    )
 
 
 def findings_of(
