@@ -122,6 +122,7 @@ class SanitizerPlugin:
         self.strict = strict
         self.report_path = report
         self.failed: list[str] = []
+        self.failures: list[str] = []
         self.sanitizer = sanitizer.Sanitizer(
             sanitizer.SanitizerOptions(checks=frozenset(checks), max_bytes=max_mib * 2**20)
         )
@@ -154,9 +155,13 @@ class SanitizerPlugin:
         return result
 
     def _finish(self, nodeid: str) -> list[Any]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the checks' warnings are not the test's
-            calls = self.sanitizer.finish()
+        calls: list[Any] = []
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the checks' warnings are not the test's
+                calls = self.sanitizer.finish()
+        except Exception as error:  # pallaslab's own failure must not change an outcome
+            self.failures.append(f"{nodeid or 'the session'}: {type(error).__name__}: {error}")
         self.sanitizer.begin(nodeid)  # its teardown's kernels are still its own
         return calls
 
@@ -169,6 +174,8 @@ class SanitizerPlugin:
             terminalreporter.write_line(f"pallaslab could not observe kernels: {self.notice}")
         for line in report.summary_lines():
             terminalreporter.write_line(line)
+        for failure in self.failures:
+            terminalreporter.write_line(f"pallaslab failed after {failure} (please report)")
         if self.report_path:
             written = write_report(report, self.report_path)
             terminalreporter.write_line("pallaslab report: " + ", ".join(written))

@@ -14,6 +14,7 @@ JAX's configuration as it was when they were lowered, and returns them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 from collections.abc import Collection
@@ -85,7 +86,10 @@ class Sanitizer:
 
     def finish(self) -> list[SanitizedCall]:
         """Checks the programs run for the first time since the last `finish`."""
-        jax.effects_barrier()  # callbacks of programs still running have fired
+        # Callbacks of programs still running fire first; a failure of the test's own
+        # effects is the test's outcome to report, not the checks'.
+        with contextlib.suppress(Exception):
+            jax.effects_barrier()
         with self._lock:
             pending = [
                 c for c in self._order if id(c) not in self._checked and (c.runs or c.refused)
