@@ -18,6 +18,7 @@ from jax.experimental.pallas import tpu as pltpu
 import pallaslab
 from pallaslab._src.core import sanitizer
 from pallaslab._src.core.checking.outputs import differs
+from pallaslab._src.core.emulator import fill_value
 from pallaslab._src.core.sanitizer import decisions
 
 
@@ -323,3 +324,25 @@ def test_negative_array_indices_count_from_the_end_as_in_numpy():
     beyond = pallaslab.inspect(lambda x, r: _gather_rows_by(x, r, -7), x, rows).run()
     (access,) = beyond.out_of_bounds  # -8 is no row of 6, even counting from the end
     assert access.ref == "x_ref" and access.span[0][0] < 0
+
+
+def _block_totals(x):
+    def kernel(x_ref, o_ref):
+        o_ref[...] = jnp.full((1,), jnp.sum(x_ref[...].astype(jnp.int32)), jnp.int32)
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((2,), jnp.int32),
+        grid=(2,),
+        in_specs=[pl.BlockSpec((16,), lambda i: (i,))],
+        out_specs=pl.BlockSpec((1,), lambda i: (i,)),
+    )(x)
+
+
+@pytest.mark.parametrize("dtype", [jnp.uint4, jnp.int4, jnp.int2])
+def test_padding_of_narrow_integers_is_found_leaking(dtype):
+    # The padding filler and the check's other filler must differ for every dtype.
+    assert fill_value(dtype, "alt") != fill_value(dtype, "")
+    x = jnp.ones((24,), dtype)  # 24 of 32: the second block has 8 elements of padding
+    (leak,) = pallaslab.inspect(_block_totals, x).run().leaks
+    assert leak.cause == "padding" and leak.tiles == ((1,),)

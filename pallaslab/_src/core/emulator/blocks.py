@@ -26,8 +26,10 @@ def fill_value(dtype: Any, fill: str) -> Any:
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return np.array(True)
-    if np.issubdtype(dtype, np.integer):
-        return np.array(7, dtype)
+    # jnp's predicates and iinfo know ml_dtypes' narrow integers (int4, uint4, int2),
+    # which NumPy calls "V": 7, or the largest value when that is less.
+    if jnp.issubdtype(dtype, jnp.integer):
+        return np.array(min(7, int(jnp.iinfo(dtype).max)), dtype)
     return np.array(0.5, dtype)
 
 
