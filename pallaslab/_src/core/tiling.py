@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 from pallaslab._src.core import jax_adapter
+from pallaslab._src.core.jax_adapter.body_eval import uninitialized
 from pallaslab._src.core.prefetch import kernel_inputs, prefetch_values, sized_kernel
 from pallaslab._src.core.program import Traced, program_of
 from pallaslab._src.core.seeded import example_arrays
@@ -195,7 +196,7 @@ def _block(
     without real data, inputs get seeded random values.
     """
     kind = np.dtype(dtype)
-    fill = _fill(kind)
+    fill = uninitialized(kind)  # the evaluators' one filler (int4 and bfloat16 too)
     entry = tiles.operands[index]
     if whole is None:
         if entry.operand.role != "in":
@@ -226,14 +227,6 @@ def _block(
         ]
         block = padded
     return block
-
-
-def _fill(dtype: np.dtype[Any]) -> Any:
-    if dtype.kind == "f" or "float" in dtype.name:
-        return np.asarray(np.nan).astype(dtype)
-    if dtype.kind in "iu":
-        return np.iinfo(dtype).min
-    return 0
 
 
 def race_report(inspection: Traced, kernel: int | str = 0, backend: str = "gpu") -> Any:
