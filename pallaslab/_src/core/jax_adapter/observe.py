@@ -49,7 +49,7 @@ class LoweredKernel:
         platform: The platform lowered for ("cpu", "cuda", "tpu" ...).
         for_export: Whether the module is lowered for `jax.export` (no host callbacks
             can be serialized).
-        readable: Why the operands cannot be handed to Python when the program runs
+        unreadable: Why the operands cannot be handed to Python when the program runs
             ("" when they can: plain arrays of NumPy-compatible dtypes).
     """
 
@@ -59,7 +59,7 @@ class LoweredKernel:
     out_avals: tuple[Any, ...]
     platform: str
     for_export: bool
-    readable: str
+    unreadable: str
 
 
 # Given a lowered kernel, a function of its operands and results (called as the program
@@ -105,10 +105,10 @@ def after_lowering(
         out_avals=out_avals,
         platform=platform,
         for_export=bool(getattr(parameters, "for_export", False)),
-        readable=_unreadable(in_avals + out_avals),
+        unreadable=_unreadable(in_avals + out_avals),
     )
     callback = _observer(lowered)
-    if callback is None or lowered.for_export or lowered.readable:
+    if callback is None or lowered.for_export or lowered.unreadable:
         return
     _lower_callback(ctx, callback, in_avals + out_avals, [*in_nodes, *out_nodes])
 

@@ -49,8 +49,8 @@ def refusal(lowered: observe.LoweredKernel, max_bytes: int = DEFAULT_MAX_BYTES) 
     if mesh:
         where = "a TPU mesh (pl.kernel, pl.core_map)" if mesh == "mosaic_tpu" else "a mesh"
         return f"a kernel over {where}, run by Pallas' TPU interpreter; not checked by pallaslab"
-    if lowered.readable:
-        return lowered.readable
+    if lowered.unreadable:
+        return lowered.unreadable
     size = sum(_nbytes(a) for a in (*lowered.in_avals, *lowered.out_avals))
     if size > max_bytes:
         return (

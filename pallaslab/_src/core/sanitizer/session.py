@@ -134,7 +134,7 @@ class Sanitizer:
                 )
                 self._captures[key] = capture
                 self._order.append(capture)
-        if capture.refused and lowered.readable:
+        if capture.refused and lowered.unreadable:
             # Its values cannot reach a callback: counted as run where it is lowered.
             capture.runs = max(capture.runs, 1)
             capture.nodeid = capture.nodeid or self._nodeid
