@@ -1649,3 +1649,91 @@ class TestVersionNotices:
 def _blocked_add_args():
     case = corpus.blocked_add()
     return (case.fn, *case.args)
+
+
+class TestObservedShapes:
+    """What `pytest --pallaslab` reads of JAX (core/jax_adapter/observe.py, execution.py)."""
+
+    def test_lowering_contexts_say_whether_they_are_for_export_and_can_be_replaced(self):
+        from jax._src.interpreters import mlir
+
+        assert "for_export" in {f.name for f in dataclasses.fields(mlir.LoweringParameters)}
+        assert callable(mlir.LoweringRuleContext.replace)
+        fields = {f.name for f in dataclasses.fields(mlir.LoweringRuleContext)}
+        assert {"avals_in", "avals_out", "tokens_out", "module_context"} <= fields
+
+    def test_the_trace_context_names_options_the_snapshot_restores(self):
+        from pallaslab._src.core.jax_adapter import observe
+
+        names = dict(observe.config_snapshot())
+        assert {"jax_enable_x64", "jax_numpy_rank_promotion"} <= set(names)
+        with observe.restored_config((("jax_numpy_rank_promotion", "raise"),)):
+            assert jax.config.jax_numpy_rank_promotion == "raise"
+        assert jax.config.jax_numpy_rank_promotion == names["jax_numpy_rank_promotion"]
+
+    def test_a_grid_mapping_takes_another_grid(self):
+        from pallaslab._src.core.jax_adapter import emulation
+
+        site = jax_adapter.find_kernel_sites(
+            jax.make_jaxpr(_sized_double)(jnp.arange(16.0), jnp.int32(2))
+        )[0]
+        params, avals, operands = emulation.with_grid_sizes(
+            site.params, site.in_avals, [np.int32(2), np.arange(16.0, dtype=np.float32)]
+        )
+        assert tuple(params["grid_mapping"].grid) == (2,)
+        assert len(avals) == len(operands) == 1
+
+    def test_mpmd_map_lowers_through_its_registered_rule_where_jax_has_it(self):
+        mpmd = pytest.importorskip("jax._src.pallas.mpmd")
+        assert hasattr(mpmd, "mpmd_map_p") == hasattr(mpmd, "_mpmd_map_lowering")
+
+    def test_buffered_names_its_revisit_mode_where_jax_has_one(self):
+        from pallaslab._src.core.jax_adapter.kernels import convert
+
+        if not hasattr(pl, "RevisitMode"):
+            pytest.skip("this JAX has no pl.RevisitMode")
+        assert convert._revisit_mode(pl.Buffered(2, revisit=pl.RevisitMode.ANY)) == "any"
+        assert convert._revisit_mode(pl.Buffered(2)) == ""
+
+    def test_every_kernel_run_is_observed_eager_jit_and_vmap(self):
+        from pallaslab._src.core.jax_adapter import execution, observe
+
+        execution.install_cpu_interpret()
+        seen: list[tuple[str, tuple[tuple[int, ...], ...]]] = []
+
+        def observer(lowered):
+            return lambda *values: seen.append(
+                (lowered.primitive, tuple(np.shape(v) for v in values))
+            )
+
+        def add(x):
+            return pl.pallas_call(
+                lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] + 1),
+                out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                interpret=True,
+            )(x)
+
+        observe.set_observer(observer)
+        try:
+            add(jnp.arange(4.0))
+            jax.jit(add)(jnp.arange(5.0))
+            jax.vmap(add)(jnp.ones((2, 3)))
+            jax.effects_barrier()
+        finally:
+            observe.set_observer(None)
+        assert seen == [
+            ("pallas_call", ((4,), (4,))),
+            ("pallas_call", ((5,), (5,))),
+            ("pallas_call", ((2, 3), (2, 3))),
+        ]
+
+
+def _sized_double(x, n):
+    spec = pl.BlockSpec((8,), lambda i: (i,))
+    return pl.pallas_call(
+        lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] * 2),
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(n,),
+        in_specs=[spec],
+        out_specs=spec,
+    )(x)

@@ -5,12 +5,15 @@
     pallaslab lower kernels.py:matmul --target xla-gpu:H100 --stage sass --args "..."
     pallaslab reproduce kernels.py:matmul --args "f32[256,128],f32[128,256]" -o bug.py
     pallaslab targets
+    pallaslab sanitize --strict --report pallaslab-report -- tests/ -k attention
 
 `lower` runs FILE.py as a module, traces FUNC on the arguments `--args` describes
 (shapes only: nothing is allocated or run), lowers a kernel for the target and prints
 the text. A target that cannot take the kernel prints `FILE:LINE: error: ...` on
 stderr and exits with 1. `hints` prints performance hints the same way, one
-`FILE:LINE: severity: message` each, with the figures behind it.
+`FILE:LINE: severity: message` each, with the figures behind it. `sanitize` runs a
+test suite under `pytest --pallaslab` (every Pallas kernel the tests run, checked)
+and exits with pytest's status.
 """
 
 from __future__ import annotations
@@ -342,6 +345,25 @@ def _reproduce(options: argparse.Namespace) -> int:
     return 0
 
 
+def _sanitize(options: argparse.Namespace, pytest_args: Sequence[str]) -> int:
+    """`pytest --pallaslab[=CHECKS] [--pallaslab-strict] [--pallaslab-report=PATH] ARGS`."""
+    import subprocess  # noqa: PLC0415 - only this command starts a process
+
+    checks = options.checks or "all"
+    command = [sys.executable, "-m", "pytest", f"--pallaslab={checks}"]
+    if options.strict:
+        command.append("--pallaslab-strict")
+    if options.report:
+        command.append(f"--pallaslab-report={options.report}")
+    if options.max_mib is not None:
+        command.append(f"--pallaslab-max-mib={options.max_mib}")
+    command.extend(pytest_args)
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:
+        return 130
+
+
 def _targets() -> int:
     from pallaslab._src.core.lowering.toolchains import unavailable_reasons  # noqa: PLC0415
     from pallaslab._src.records.targets import all_targets  # noqa: PLC0415
@@ -442,12 +464,59 @@ def parser() -> argparse.ArgumentParser:
         help="save the operands and pallaslab's outputs beside the script (.npz)",
     )
     commands.add_parser("targets", help="list the targets")
+    sanitize = commands.add_parser(
+        "sanitize",
+        help="run a test suite, checking every Pallas kernel its tests run",
+        description="Run pytest with pallaslab's plugin (pytest --pallaslab): every "
+        "pallas_call, pl.kernel and plgpu.kernel the tests run is checked once per "
+        "distinct program (emulated against the test's result; races under GPU and TPU "
+        "rules, reads and writes past blocks, uninitialised reads, padding that reaches "
+        "an output). Arguments after -- go to pytest; exits with pytest's status.",
+        usage="pallaslab sanitize [--checks CHECKS] [--strict] [--report PATH] -- [PYTEST ARGS]",
+    )
+    sanitize.add_argument(
+        "--checks",
+        help="a comma-separated subset of races, bounds, uninit, emulate (default: all)",
+    )
+    sanitize.add_argument(
+        "--strict", action="store_true", help="findings fail the tests that ran the kernels"
+    )
+    sanitize.add_argument(
+        "--report", metavar="PATH", help="write PATH.json and PATH.xml (JUnit) for CI"
+    )
+    sanitize.add_argument(
+        "--max-mib", type=int, help="skip programs whose operands exceed this (default 256)"
+    )
     return root
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pallaslab` command."""
-    options = parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passed: list[str] = []
+    if argv[:1] == ["sanitize"]:
+        # Everything after --, and whatever the command does not know, goes to pytest.
+        if "--" in argv:
+            at = argv.index("--")
+            argv, passed = argv[:at], argv[at + 1 :]
+        options, unknown_args = parser().parse_known_args(argv)
+        passed = [*unknown_args, *passed]
+    else:
+        options = parser().parse_args(argv)
+    if options.command == "sanitize":
+        if options.checks:
+            unknown = sorted(
+                {c.strip() for c in options.checks.split(",")}
+                - {"races", "bounds", "uninit", "emulate"}
+            )
+            if unknown:
+                print(
+                    f"pallaslab: unknown check {', '.join(unknown)}; choose from races, "
+                    "bounds, uninit, emulate",
+                    file=sys.stderr,
+                )
+                return 2
+        return _sanitize(options, passed)
     if "JAX_PLATFORMS" not in os.environ:
         # Lowering needs no accelerator: keep JAX off any GPU or TPU the machine has
         # (JAX may be imported already, so set its config as well as the variable).

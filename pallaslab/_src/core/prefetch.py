@@ -1,7 +1,8 @@
 """What a kernel receives in its program: its operands' values and its scalar prefetch.
 
 Index maps that read scalar-prefetch operands (`order[i]`) need their values to say
-which block a program sees: tile maps, races, the block pre-check and mismatch
+which block a program sees (and a grid sized at run time, `grid=(n,)` with `n`
+traced, needs its sizes: `sized_kernel`): tile maps, races, the block pre-check and mismatch
 heatmaps all ask here. The checks after a run, element-level accesses and reproducers
 need every operand's value. Both come from one evaluation of the program up to the
 kernel on its inputs (`kernel_inputs`); `jax.ShapeDtypeStruct` inputs become the
@@ -22,6 +23,7 @@ from pallaslab._src.base import messages
 from pallaslab._src.core import chips, jax_adapter
 from pallaslab._src.core.program import Program
 from pallaslab._src.core.seeded import example_arrays
+from pallaslab._src.records import Kernel
 
 # Past this much input data, the program is not evaluated up to a kernel on its
 # example arguments (it would allocate it all): what depends on it stays unknown.
@@ -147,3 +149,34 @@ def _prefetch_of(inputs: KernelInputs, count: int) -> tuple[np.ndarray, ...]:
     if operands is None:
         return ()
     return tuple(np.asarray(v) for v in operands[:count])
+
+
+def sized_kernel(
+    program: Program | None, record: Kernel, leaves: Sequence[Any] | None = None
+) -> Kernel:
+    """The kernel with a grid sized at run time given the sizes its program computes.
+
+    `grid=(n,)` with `n` a traced value is bound with the size as an operand (the
+    record shows -1). Like scalar prefetch, it is evaluated from the program's inputs
+    (the example arguments when `leaves` is None); a kernel with a static grid is
+    returned as it is.
+
+    Raises:
+        ValueError: Naming the axes and why their sizes cannot be known here.
+    """
+    unknown = [axis for axis, size in enumerate(record.grid) if size < 0]
+    if not unknown:
+        return record
+    inputs = kernel_inputs(program, record.index, leaves)
+    values = inputs.values
+    if values is None or inputs.offset != len(unknown):
+        axes = ", ".join(str(a) for a in unknown)
+        why = inputs.reason or "its sizes are not among the kernel's inputs"
+        raise ValueError(
+            f"{record.name}: grid axis {axes} is sized at run time (grid=(n, ...) with n "
+            f"computed by the program), and its size could not be evaluated from the "
+            f"example inputs: {why}."
+        )
+    sizes = iter(int(np.asarray(v)) for v in values[: inputs.offset])
+    grid = tuple(next(sizes) if size < 0 else size for size in record.grid)
+    return dataclasses.replace(record, grid=grid)

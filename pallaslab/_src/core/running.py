@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -12,7 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.base import kernel_output, messages
+from pallaslab._src.base import kernel_output
 from pallaslab._src.core import (
     checking,
     chips,
@@ -22,21 +21,13 @@ from pallaslab._src.core import (
     jax_adapter,
     memory,
     run_budget,
-    sharing,
     tracing,
 )
 from pallaslab._src.core.comparison import compare_located
 from pallaslab._src.core.prefetch import kernel_inputs
 from pallaslab._src.core.program import Program, Traced, require_call, require_program
 from pallaslab._src.core.seeded import example_arrays
-from pallaslab._src.geometry import races as geometry
-from pallaslab._src.records import (
-    Leak,
-    OutOfBounds,
-    OutputSummary,
-    RaceCheck,
-    RunResult,
-)
+from pallaslab._src.records import OutputSummary, RunResult
 
 
 def run(
@@ -117,7 +108,7 @@ def run(
             comparison = compare_located(traced, flat_outputs, ref, leaves=given)
             expected = tuple(np.asarray(r) for r in jax.tree_util.tree_leaves(ref))
     notices = [plan.describe() for plan in plans]
-    findings = _Findings()
+    findings = checking.KernelFindings()
     if emulating and plans and (check or (check is None and all(p.emulated for p in plans))):
         # Each check runs the kernels again: their outputs twice over, at least.
         if missing := memory.shortfall(2 * out_bytes):
@@ -200,7 +191,7 @@ def call_reference(ref: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any
 
 def _checked(
     program: Program, leaves: Sequence[Any], plans: list[emulator.Plan], ran: str
-) -> _Findings:
+) -> checking.KernelFindings:
     """The checks after a run, silent (what they print, the run printed), bounded."""
     with kernel_output.muted():
         try:
@@ -208,9 +199,9 @@ def _checked(
                 found = _check(program, leaves, plans)
                 jax.effects_barrier()
         except run_budget.RunStoppedError as error:
-            found = _Findings(notices=[f"The checks after the run stopped: {error}"])
+            found = checking.KernelFindings(notices=[f"The checks after the run stopped: {error}"])
         except memory.StepMemoryError as error:
-            found = _Findings(notices=[f"Not checked: {error}"])
+            found = checking.KernelFindings(notices=[f"Not checked: {error}"])
     return found
 
 
@@ -287,68 +278,23 @@ def run_mode(backend: str, interpret: bool, has_kernels: bool, plans: list[emula
     return "interpret" if emulated == 0 and not in_gpu_interpreter else "emulated+interpret"
 
 
-@dataclasses.dataclass
-class _Findings:
-    """What the checks after a run found, and what they could not check."""
-
-    notices: list[str] = dataclasses.field(default_factory=list)
-    leaks: list[Leak] = dataclasses.field(default_factory=list)
-    race_checks: list[RaceCheck] = dataclasses.field(default_factory=list)
-    out_of_bounds: list[OutOfBounds] = dataclasses.field(default_factory=list)
-
-
-def _check(program: Program, leaves: Sequence[Any], plans: list[emulator.Plan]) -> _Findings:
+def _check(
+    program: Program, leaves: Sequence[Any], plans: list[emulator.Plan]
+) -> checking.KernelFindings:
     """Runs the emulator's checks on every kernel; notices say what went unchecked."""
-    found = _Findings()
-    notices, leaks, race_checks, out_of_bounds = (
-        found.notices,
-        found.leaks,
-        found.race_checks,
-        found.out_of_bounds,
-    )
+    found = checking.KernelFindings()
     for index, (site, plan) in enumerate(zip(program.sites, plans, strict=True)):
         if not plan.emulated:
             continue
         inputs = kernel_inputs(program, index, leaves, interpret_earlier=False)
         if inputs.values is None:
-            notices.append(
+            found.notices.append(
                 f"{plan.kernel}: not checked for leaks, out-of-bounds slices and races: "
                 f"{inputs.reason}, so it cannot be run alone."
             )
             continue
-        operands = list(inputs.values)
         call = emulator.analyse(site.params, site.in_avals)[0]
-        try:
-            leaks.extend(checking.find_leaks(call, plan, operands, kernel_index=index))
-        except Exception as error:  # a check must never lose the run's result
-            notices.append(f"{plan.kernel}: checks failed ({messages.one_line(error)}).")
-        try:
-            out_of_bounds.extend(
-                checking.find_out_of_bounds(call, plan, operands, kernel_index=index)
-            )
-        except Exception as error:
-            notices.append(
-                f"{plan.kernel}: slices were not checked against their blocks "
-                f"({messages.one_line(error)})."
-            )
-        try:
-            for backend in geometry.BACKENDS:
-                report = sharing.kernel_races(call, plan, operands, backend)
-                if report.notice:
-                    notices.append(f"{plan.kernel}: {report.notice}")
-                if report.conflicts:
-                    race_checks.append(
-                        checking.confirm_races(
-                            call,
-                            plan,
-                            operands,
-                            backend,
-                            kernel_index=index,
-                            conflicts=report.conflicts,
-                        )
-                    )
-        except Exception as error:  # a check must never lose the run's result
-            notices.append(f"{plan.kernel}: checks failed ({messages.one_line(error)}).")
+        found.extend(checking.check_kernel(call, plan, list(inputs.values), kernel_index=index))
     return found
 
 

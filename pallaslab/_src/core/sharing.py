@@ -83,7 +83,7 @@ def kernel_races(
     if positions:
         try:
             shared = shared_accesses(call, plan, operands, positions)
-        except Exception as error:  # block-level conflicts stand, with the reason
+        except instrument.UnsupportedError as error:  # block-level conflicts stand, with why
             labels = ", ".join(record.operands[p].label for p in positions)
             notice = (
                 f"{backend.upper()}: programs share {labels}; whether they store the same "

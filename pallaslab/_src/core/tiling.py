@@ -16,7 +16,8 @@ import jax
 import numpy as np
 
 from pallaslab._src.core import jax_adapter, mosaic_gpu
-from pallaslab._src.core.prefetch import kernel_inputs, prefetch_values
+from pallaslab._src.core.jax_adapter.body_eval import uninitialized
+from pallaslab._src.core.prefetch import kernel_inputs, prefetch_values, sized_kernel
 from pallaslab._src.core.program import Traced, program_of
 from pallaslab._src.core.seeded import example_arrays
 from pallaslab._src.geometry import blocks as geometry_blocks
@@ -45,6 +46,7 @@ def tile_map(
             return mosaic_gpu.copy_map(inspection, record.index)
         except ValueError:
             pass  # a body pallaslab cannot follow: its operands, whole, as for any mesh kernel
+    record = sized_kernel(program_of(inspection), record)
     if prefetch is None:
         prefetch = _prefetch(inspection, record) if record.num_scalar_prefetch else ()
     chosen = schedule or schedule_of(record, inspection.backend)
@@ -82,7 +84,11 @@ def stray_blocks(
         else None
     )
     found: list[tuple[Kernel, StrayBlock]] = []
-    for kernel in inspection.kernels:
+    for listed in inspection.kernels:
+        try:
+            kernel = sized_kernel(program, listed, leaves)
+        except ValueError:  # a grid whose size is unknown here: nothing to pre-check
+            continue
         values = (
             prefetch_values(program, kernel.index, leaves) if kernel.num_scalar_prefetch else ()
         )
@@ -197,7 +203,7 @@ def _block(
     without real data, inputs get seeded random values.
     """
     kind = np.dtype(dtype)
-    fill = _fill(kind)
+    fill = uninitialized(kind)  # the evaluators' one filler (int4 and bfloat16 too)
     entry = tiles.operands[index]
     if whole is None:
         if entry.operand.role != "in":
@@ -230,14 +236,6 @@ def _block(
     return block
 
 
-def _fill(dtype: np.dtype[Any]) -> Any:
-    if dtype.kind == "f" or "float" in dtype.name:
-        return np.asarray(np.nan).astype(dtype)
-    if dtype.kind in "iu":
-        return np.iinfo(dtype).min
-    return 0
-
-
 def race_report(inspection: Traced, kernel: int | str = 0, backend: str = "gpu") -> Any:
     """A kernel's races under `backend`'s rules (`sharing.RaceReport`).
 
@@ -248,7 +246,7 @@ def race_report(inspection: Traced, kernel: int | str = 0, backend: str = "gpu")
     from pallaslab._src.core import emulator, sharing  # noqa: PLC0415 - heavy, on use
     from pallaslab._src.geometry import races  # noqa: PLC0415
 
-    record = inspection.kernel(kernel)
+    record = sized_kernel(program_of(inspection), inspection.kernel(kernel))
     prefetch = _prefetch(inspection, record) if record.num_scalar_prefetch else ()
     site = _site(inspection, record)
     if (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -49,6 +50,18 @@ def block_starts(
         starts.append(index * size if kind == "blocked" and size is not None else index - low)
     shape = (*tuple(grid), len(starts))
     return np.stack(starts, axis=-1).reshape(shape) if starts else np.zeros(shape, np.int64)
+
+
+def program_starts(
+    operand: Operand, grid: Sequence[int], prefetch: Sequence[np.ndarray] = ()
+) -> np.ndarray:
+    """`block_starts` as one row per program, in grid order: `(programs, ndim)`.
+
+    Also for a 0-d operand, whose rows are empty (NumPy cannot infer a row count
+    from an empty array: `reshape(-1, 0)` fails).
+    """
+    starts = block_starts(operand, grid, prefetch)
+    return starts.reshape(math.prod(grid), starts.shape[-1])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -90,6 +90,10 @@ class Operand:
         element_padding: Per dimension, the (low, high) padding of `pl.Element`
             dimensions: their index map returns an offset into the array padded by
             `low` elements before and `high` after. Empty when there is none.
+        revisit: How an output block may be revisited on TPU, from
+            `pl.Buffered(..., revisit=pl.RevisitMode.ANY)`: "any" (at any later
+            step: the pipeline reads it back), "immediate" (only by the next
+            program, the default), "" when not given.
     """
 
     position: int
@@ -105,6 +109,7 @@ class Operand:
     buffer_count: int | None = None
     scalar_prefetch: bool = False
     element_padding: tuple[tuple[int, int], ...] = ()
+    revisit: str = ""
 
     @property
     def block_elements(self) -> int:

@@ -323,6 +323,10 @@ class RaceCheck:
         tiles: (output, tile) pairs whose values changed, first few.
         max_abs_diff: Largest change of any output element (inf when NaN appeared).
         seeds: The seeds of the orders run.
+        writes_agree: Whether the conflicting programs write the same values to the
+            elements they share (True: benign, wasted work; False: they write
+            different values, so the result depends on which runs last); None when
+            not compared (a program reads what another stores, or too large).
     """
 
     kernel: str
@@ -334,12 +338,31 @@ class RaceCheck:
     tiles: tuple[tuple[str, tuple[int, ...]], ...] = ()
     max_abs_diff: float = 0.0
     seeds: tuple[int, ...] = ()
+    writes_agree: bool | None = None
+
+    @property
+    def races(self) -> bool:
+        """Whether this is a race: other orders changed the result, or writes differ."""
+        return self.confirmed or self.writes_agree is False
 
     def describe(self) -> str:
         """One sentence: what running in other orders showed."""
         label = self.backend.upper()
         if not self.orders:
             return f"{self.kernel}: no {label} conflicts to confirm."
+        if self.writes_agree and not self.confirmed:
+            return (
+                f"{self.kernel}: the programs that write the same elements under {label} "
+                "rules all write the same values there: a benign race (whichever runs "
+                "last, the result is the same), but wasted work."
+            )
+        if not self.confirmed and self.writes_agree is False:
+            return (
+                f"{self.kernel}: race: the programs that write the same elements under "
+                f"{label} rules write different values there, so the result depends on "
+                f"which runs last ({self.orders} seeded order(s) happened to keep the grid "
+                "order's result on this input)."
+            )
         if not self.confirmed:
             return (
                 f"{self.kernel}: {self.orders} seeded {label} order(s) gave the same "

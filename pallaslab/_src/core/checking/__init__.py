@@ -22,6 +22,9 @@ nothing.
 """
 
 from pallaslab._src.core.checking.bounds import find_out_of_bounds as find_out_of_bounds
+from pallaslab._src.core.checking.kernel import ALL_CHECKS as ALL_CHECKS
+from pallaslab._src.core.checking.kernel import KernelFindings as KernelFindings
+from pallaslab._src.core.checking.kernel import check_kernel as check_kernel
 from pallaslab._src.core.checking.leaks import find_leaks as find_leaks
 from pallaslab._src.core.checking.races import SEEDS as SEEDS
 from pallaslab._src.core.checking.races import confirm_races as confirm_races

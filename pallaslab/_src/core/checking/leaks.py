@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from pallaslab._src.core import compile_cache, emulator, sharing
-from pallaslab._src.core.checking.outputs import differs, ref_label, tiles_of
+from pallaslab._src.core.checking.outputs import differs, is_inexact, ref_label, tiles_of
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.core.jax_adapter import instrument
 from pallaslab._src.geometry import races as geometry
@@ -80,8 +80,23 @@ def find_leaks(
     Returns:
         One `Leak` per (source, output) that leaks, empty when none does.
     """
+    return leaks_and_outputs(call, plan, operands, kernel_index=kernel_index)[0]
+
+
+def leaks_and_outputs(
+    call: adapter.KernelCall,
+    plan: emulator.Plan,
+    operands: Sequence[Any],
+    *,
+    kernel_index: int = 0,
+) -> tuple[list[Leak], list[np.ndarray] | None]:
+    """`find_leaks`, and the kernel's outputs as the emulator gives them (Pallas' fills).
+
+    The outputs are the check's own first variant (None when there was nothing that
+    could leak, so nothing ran): what `pytest --pallaslab` compares with the test's.
+    """
     if plan.fallback:
-        return []
+        return [], None
     try:
         return _find_leaks(call, plan, operands, kernel_index, _masked_loads(call))
     except instrument.UnsupportedError:  # loads not followed: the other sources still are
@@ -94,7 +109,7 @@ def _find_leaks(
     operands: Sequence[Any],
     kernel_index: int,
     loads: list[instrument.AccessSite],
-) -> list[Leak]:
+) -> tuple[list[Leak], list[np.ndarray] | None]:
     sources = [
         *((position, cause, label, None) for position, cause, label in _sources(call)),
         *(
@@ -103,7 +118,7 @@ def _find_leaks(
         ),
     ]
     if not sources:
-        return []
+        return [], None
     dtypes = _operand_dtypes(call)
     # Variant 0: Pallas' fills; 1: every source varied; then each source alone.
     names = [_source_name(position, site) for position, _, _, site in sources]
@@ -146,7 +161,7 @@ def _find_leaks(
     results = [[np.asarray(o[v]) for o in batched] for v in range(len(chosen))]
     base, varied = results[0], results[1]
     if not any(differs(a, b).any() for a, b in zip(base, varied, strict=True)):
-        return []
+        return [], base
     per_source = [varied] if len(sources) == 1 else results[2:]
     leaks = []
     for (position, cause, label, site), outputs in zip(sources, per_source, strict=True):
@@ -163,7 +178,7 @@ def _find_leaks(
             if site is not None:
                 found = [_at_load(leak, site) for leak in found]
             leaks.extend(found)
-    return leaks
+    return leaks, base
 
 
 def _masked_loads(call: adapter.KernelCall) -> list[instrument.AccessSite]:
@@ -220,17 +235,21 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
     k = call.num_inputs + output
     layout = call.layouts[k]
     out_operand = record.operands[call.num_scalars + k]
-    written = stored if stored is not None else _written_mask(call, k)
+    covered = _written_mask(call, k)
+    written = stored if stored is not None else covered
     found = []
     groups: list[tuple[str, np.ndarray]] = [(cause, mask)]
     if cause == "uninitialized-output" and written is not None:
         # Elements no program writes keep their initial contents: say so apart.
         groups = [("never-written", mask & ~written), (cause, mask & written)]
+    # Never-written elements that some program's block covers: the kernel leaves part
+    # of its block unstored (not a grid or index map that misses them).
+    in_blocks = covered is not None and stored is not None
     for kind, part in groups:
         if not part.any():
             continue
         tiles = tiles_of(part, layout)
-        nan = int(np.isnan(values[part]).sum()) if values.dtype.kind in "fc" else 0
+        nan = int(np.isnan(values[part]).sum()) if is_inexact(values.dtype) else 0
         found.append(
             Leak(
                 kernel=record.name,
@@ -241,9 +260,14 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
                 tiles=tuple(tiles),
                 elements=int(part.sum()),
                 nan_elements=nan,
-                location=_location(call, position, kind),
+                location=_location(call, position, kind, in_blocks=in_blocks),
                 programs=_writers(call, k, tiles[:4]),
-                detail=_detail(call, position, kind),
+                detail=_detail(
+                    call,
+                    position,
+                    kind,
+                    in_blocks=in_blocks and covered is not None and bool((part & covered).all()),
+                ),
             )
         )
     return found
@@ -252,20 +276,22 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
 def _stored_elements(
     call: adapter.KernelCall, plan: emulator.Plan, operands: Sequence[Any], position: int
 ) -> np.ndarray | None:
-    """For a whole-array output, the elements some program stores (None otherwise).
+    """The elements of an output some program stores (None when not known).
 
-    Every program's block covers all of such an output, so blocks cannot say which
-    elements no program writes: the instrumented body can.
+    Blocks say which elements some program's block covers, not which a program
+    stores: a kernel that sets one element of its block (an SMEM output of which it
+    writes element 0) leaves the rest as the buffer held them. The instrumented body
+    says which elements were stored.
     """
     operand = call.record.operands[position]
-    if operand.role != "out" or not geometry.whole_array(operand):
-        return None
     k = position - call.num_scalars
-    if call.record.num_programs < 2 or not call.program.written[k]:
-        return None  # one program, or none that stores: the block-level words say more
+    if operand.role != "out" or not call.program.written[k] or call.instrumented is None:
+        return None  # none that stores: the block-level words say more
     try:
         accesses = sharing.shared_accesses(call, plan, operands, [position])[position]
-    except Exception:  # then the block-level answer stands
+    except instrument.UnsupportedError:  # a body it does not follow: blocks say it
+        return None
+    if accesses.sampled:
         return None
     return np.asarray((accesses.last_store >= 0) | (accesses.last_atomic >= 0))
 
@@ -306,17 +332,39 @@ def _writers(
     return tuple(dict.fromkeys(found))
 
 
-def _location(call: adapter.KernelCall, position: int, cause: str) -> SourceLocation | None:
+def _location(
+    call: adapter.KernelCall, position: int, cause: str, *, in_blocks: bool = False
+) -> SourceLocation | None:
+    """Where to look for a leak's cause.
+
+    The BlockSpec for padding and uncovered elements; the store that leaves part of a
+    block unwritten; the load that reads memory before anything wrote it.
+    """
     record = call.record
     operand = record.operands[position]
+    if cause == "never-written" and in_blocks:
+        return _first_access(call, position, ("store", "update", "atomic")) or record.source
     if cause in ("padding", "never-written"):
         index_map = operand.index_map  # JAX's default map has no source: no BlockSpec
         if index_map is not None and index_map.source_file:
             return SourceLocation(index_map.source_file, index_map.source_line)
+    if cause in ("uninitialized-output", "uninitialized-scratch"):
+        return _first_access(call, position, ("load", "update")) or record.source
     return record.source
 
 
-def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
+def _first_access(
+    call: adapter.KernelCall, position: int, kinds: tuple[str, ...]
+) -> SourceLocation | None:
+    """The source line of the body's first access of these kinds to an operand."""
+    body = call.instrumented
+    for site in body.sites if body is not None else ():
+        if site.ref == position and site.kind in kinds and site.file:
+            return SourceLocation(site.file, site.line)
+    return None
+
+
+def _detail(call: adapter.KernelCall, position: int, cause: str, *, in_blocks: bool = False) -> str:
     record = call.record
     operand = record.operands[position]
     if cause == "padding":
@@ -337,10 +385,20 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
             "out of the result."
         )
     if cause == "never-written":
+        if in_blocks and not geometry.whole_array(operand):
+            return (
+                f"Programs' blocks of {operand.label} cover them, but no program stores "
+                "them: the kernel writes only part of its block, and the rest is written "
+                "back as the buffer held it (uninitialized). Store every element of the "
+                f"block, or make {operand.label}'s block only as large as what is written."
+            )
         if geometry.whole_array(operand):
             return (
-                f"No program stores them: check the grid (pl.cdiv(n, block) programs cover "
-                f"n elements) and the offsets and masks of the stores into {operand.label}."
+                f"No program stores them: the kernel stores only some elements of "
+                f"{operand.label}, and the rest keep what the buffer held (uninitialized "
+                "memory). Store every element, or check the grid (pl.cdiv(n, block) "
+                f"programs cover n elements) and the offsets and masks of the stores into "
+                f"{operand.label}."
             )
         return (
             f"No program's block of {operand.label} covers them: check the grid and the "
@@ -354,8 +412,14 @@ def _detail(call: adapter.KernelCall, position: int, cause: str) -> str:
                 f"{operand.label}[...] = value ({operand.label} = value only rebinds a "
                 "Python name)."
             )
+        if k < len(call.program.reads_initial_block) and call.program.reads_initial_block[k]:
+            return (
+                f"A program reads its block of {operand.label} before writing it (e.g. += "
+                "without zeroing it first under pl.when(... == 0))."
+            )
         return (
-            f"A program reads its block of {operand.label} before writing it (e.g. += "
-            "without zeroing it first under pl.when(... == 0))."
+            f"Some program's block of {operand.label} holds elements it does not store, "
+            "and they are written back as the buffer held them, over what another "
+            "program stored there."
         )
     return f"Write {operand.label} before reading it in every program that reads it."

@@ -5,17 +5,28 @@ The tiles (block indices) a difference lies in, and a ref's label for the record
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from pallaslab._src.core.jax_adapter import emulation as adapter
 
 
 def differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise: the values differ (NaN equals NaN)."""
-    if a.dtype.kind in "fc":
+    """Elementwise: the values differ (NaN equals NaN, also in bfloat16 and float8)."""
+    if is_inexact(a.dtype):
         both_nan = np.isnan(a) & np.isnan(b)
         return np.asarray(~((a == b) | both_nan))
     return np.asarray(a != b)
+
+
+def is_inexact(dtype: np.dtype) -> bool:
+    """Floating or complex, ml_dtypes' too (bfloat16, float8: NumPy kind "V")."""
+    return bool(jnp.issubdtype(dtype, jnp.inexact))
+
+
+def is_number(dtype: np.dtype) -> bool:
+    """Any numeric dtype (booleans excluded), ml_dtypes' too."""
+    return bool(jnp.issubdtype(dtype, jnp.number))
 
 
 def tiles_of(mask: np.ndarray, layout: adapter.BlockLayout) -> list[tuple[int, ...]]:

@@ -26,8 +26,10 @@ def fill_value(dtype: Any, fill: str) -> Any:
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return np.array(True)
-    if np.issubdtype(dtype, np.integer):
-        return np.array(7, dtype)
+    # jnp's predicates and iinfo know ml_dtypes' narrow integers (int4, uint4, int2),
+    # which NumPy calls "V": 7, or the largest value when that is less.
+    if jnp.issubdtype(dtype, jnp.integer):
+        return np.array(min(7, int(jnp.iinfo(dtype).max)), dtype)
     return np.array(0.5, dtype)
 
 
@@ -144,7 +146,8 @@ def gather(source: Any, starts: Any, layout: adapter.BlockLayout) -> Any:
     it where only leading dimensions are cut).
     """
     lanes = starts.shape[:-1]
-    flat = starts.reshape((-1, starts.shape[-1]))
+    # An explicit count: a 0-d operand's starts are (*lanes, 0), which -1 cannot size.
+    flat = starts.reshape((math.prod(lanes), starts.shape[-1]))
     counts = _tiling(source.shape, flat, layout.block)
     if counts is not None:
         blocks = lax.squeeze(_tiled(source, counts, layout.block), _squeeze_axes(layout))

@@ -53,8 +53,8 @@ def lowering_impl(
 def _failed(params: dict[str, Any], error: BaseException) -> None:
     name = adapter.call_name(params)
     message = (
-        f"{name}: ran in Pallas' interpreter, one program at a time, because the "
-        f"emulator failed ({messages.one_line(error)})."
+        f"{name}: ran in Pallas' interpreter, one program at a time, because pallaslab's "
+        f"emulator failed ({messages.one_line(error)}; a bug in pallaslab, please report)."
     )
     warnings.warn_explicit(message, EmulationNotice, "pallaslab", 0)
 

@@ -20,7 +20,7 @@ from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.core.jax_adapter.program_body import ProgramBody
 from pallaslab._src.geometry import races as geometry
-from pallaslab._src.geometry.blocks import block_starts
+from pallaslab._src.geometry.blocks import program_starts
 from pallaslab._src.geometry.limits import check_programs
 
 
@@ -38,6 +38,9 @@ class Plan:
         axis_names: Names of the grid axes, for messages.
         interpreter: The interpreter that runs it then: "pallas" (Pallas' own, or its
             TPU interpreter) or "mosaic_gpu" (JAX's Mosaic GPU interpreter).
+        failure: When the fallback is no decision but the emulator's own failure to
+            analyse the kernel, that failure ("" otherwise): pallaslab's bug, which
+            `pytest --pallaslab` counts as such.
     """
 
     kernel: str
@@ -48,6 +51,7 @@ class Plan:
     fallback: str = ""
     axis_names: tuple[str, ...] = ()
     interpreter: str = "pallas"
+    failure: str = ""
 
     @property
     def emulated(self) -> bool:
@@ -164,7 +168,7 @@ def clamped_starts(call: adapter.KernelCall, k: int, prefetch: Sequence[Any] = (
     """
     layout = call.layouts[k]
     operand = call.record.operands[call.num_scalars + k]
-    starts = block_starts(operand, call.grid, prefetch).reshape(-1, len(layout.shape))
+    starts = program_starts(operand, call.grid, prefetch)
     limit = np.asarray(layout.padded_shape, np.int64) - np.asarray(layout.block, np.int64)
     return np.asarray(np.clip(starts, 0, np.maximum(limit, 0)), np.int64)
 
@@ -180,7 +184,8 @@ _calls: weakref.WeakKeyDictionary[Any, dict[Any, tuple[adapter.KernelCall, Plan]
 def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.KernelCall, Plan]:
     """The emulator's view of a pallas_call and its plan (cached per kernel body)."""
     body, mapping = adapter.call_identity(params)
-    key = (tuple(in_avals), id(mapping))
+    # The interpreter asked for is part of what the emulator decides (see `_unsupported`).
+    key = (tuple(in_avals), id(mapping), adapter.interpret_kind(params.get("interpret")))
     try:
         per_body = _calls.setdefault(body, {})
     except TypeError:  # not weakly referenceable: no cache
@@ -191,14 +196,16 @@ def analyse(params: dict[str, Any], in_avals: Sequence[Any]) -> tuple[adapter.Ke
         try:
             _reuse_body(call, params)
             plan = make_plan(call)
-        except Exception as error:  # an unfamiliar kernel: Pallas' interpreter runs it
+        except Exception as error:  # a bug of ours; the run still gets its result
             plan = Plan(
                 call.record.name,
                 call.grid,
                 (),
                 (),
                 (),
-                f"the emulator could not analyse it ({messages.one_line(error)})",
+                f"pallaslab's emulator failed to analyse it ({messages.one_line(error)}; "
+                "please report)",
+                failure=messages.one_line(error),
             )
         per_body[key] = (call, plan)
     return per_body[key]

@@ -71,6 +71,8 @@ class ProbeResult:
         high: (runs, sites, rank) the largest.
         stats: Per tracked block (index among the blocked operands), the records of
             `instrument.STATS` over the whole (unpadded) array.
+        writes: Per output asked for (`record_writes`), the block each program left,
+            (runs, *block) in the order `programs` lists them.
     """
 
     programs: np.ndarray
@@ -78,6 +80,7 @@ class ProbeResult:
     low: Any = None
     high: Any = None
     stats: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    writes: dict[int, Any] = dataclasses.field(default_factory=dict)
 
 
 def run_probed(
@@ -91,18 +94,52 @@ def run_probed(
     probe_fills: Sequence[Any] = (),
     programs: np.ndarray | None = None,
     share: bool = True,
+    record_writes: tuple[int, ...] = (),
 ) -> tuple[list[Any], ProbeResult | None]:
     """`run_call`, with the instrumented body recording what `probe` asks.
 
-    Returns the outputs and, with a probe, what it recorded. Element records
-    (`probe.stats`) need the grid's order (no `request.order`). `programs` (grid
-    indices, one row each) runs only those, one at a time in that order: a sample.
-    `share=False` makes programs in a GPU order write back whole blocks.
+    Returns the outputs and, with a probe (or `record_writes`), what it recorded.
+    Element records (`probe.stats`) need the grid's order (no `request.order`).
+    `programs` (grid indices, one row each) runs only those, one at a time in that
+    order: a sample. `share=False` makes programs in a GPU order write back whole
+    blocks. `record_writes` (indices of blocked operands that are outputs) keeps the
+    block each program leaves in those outputs.
 
     Raises:
         instrument.UnsupportedError: When the probe (or a GPU order's sharing) needs
             the instrumented body and it cannot follow this kernel's.
     """
+    # The user's kernel is traced already; pallaslab's own arithmetic around it (window
+    # starts, fills, write-backs) broadcasts and promotes as JAX does by default,
+    # whatever the user's `jax_numpy_rank_promotion` / `jax_numpy_dtype_promotion`.
+    with jax.numpy_rank_promotion("allow"), jax.numpy_dtype_promotion("standard"):
+        return _run_probed(
+            call,
+            plan,
+            args,
+            request,
+            fill_values,
+            probe=probe,
+            probe_fills=probe_fills,
+            programs=programs,
+            share=share,
+            record_writes=record_writes,
+        )
+
+
+def _run_probed(
+    call: adapter.KernelCall,
+    plan: Plan,
+    args: Sequence[Any],
+    request: Request,
+    fill_values: dict[int, Any] | None,
+    *,
+    probe: instrument.Probe | None,
+    probe_fills: Sequence[Any],
+    programs: np.ndarray | None,
+    share: bool,
+    record_writes: tuple[int, ...],
+) -> tuple[list[Any], ProbeResult | None]:
     applies = request.applies_to(kernel_key(call.record))
     overrides = dict(fill_values or {})
 
@@ -174,6 +211,7 @@ def run_probed(
         and num_steps > 1
         and not schedule.ordered
         and not tracked
+        and k not in record_writes
         and isinstance(write_starts[k], np.ndarray)
         and bool(np.all(write_starts[k] == write_starts[k][:1]))
         for k in range(len(call.layouts))
@@ -220,6 +258,10 @@ def run_probed(
         k: filler(call.num_scalars + k, call.layouts[k].dtype)
         for k in range(call.num_inputs, len(call.layouts))
     }
+    # Outputs a TPU reads back when revisited (`pl.RevisitMode.ANY`) keep their contents.
+    reread = {
+        k for k in output_fills if call.record.operands[call.num_scalars + k].revisit == "any"
+    }
     stats_layouts = {
         k: dataclasses.replace(call.layouts[k], dtype=np.dtype(np.int32)) for k in tracked
     }
@@ -239,6 +281,8 @@ def run_probed(
             # write the same block; a new block starts uninitialized.
             previous = list(previous)
             for k, fill in output_fills.items():
+                if k in reread:
+                    continue
                 same = had_program & jnp.all(previous[k] == step_write[k], axis=-1)
                 shape = (lanes,) + (1,) * (blocks[k].ndim - 1)
                 blocks[k] = jnp.where(
@@ -302,7 +346,11 @@ def run_probed(
                 probed.low.reshape(lanes, *probed.low.shape[len(levels) :]),
                 probed.high.reshape(lanes, *probed.high.shape[len(levels) :]),
             )
-        return (updated, list(new_scratch), previous, had_program, new_stats), ys
+        left = {
+            k: new_blocks[k].reshape((lanes, *call.layouts[k].kernel_block_shape))
+            for k in record_writes
+        }
+        return (updated, list(new_scratch), previous, had_program, new_stats), (ys, left)
 
     held = [
         gather(arrays[k], np.asarray(write_starts[k][0]).reshape(*level_shape, -1), call.layouts[k])
@@ -347,10 +395,10 @@ def run_probed(
                 [np.asarray(w, np.int32) for w in write_starts],
                 np.asarray(schedule.valid),
             )
-        state, ys = step(state, jax.tree_util.tree_map(lambda x: x[0], known))
-        ys = jax.tree_util.tree_map(lambda y: y[None], ys)
+        state, (ys, left) = step(state, jax.tree_util.tree_map(lambda x: x[0], known))
+        ys, left = jax.tree_util.tree_map(lambda y: y[None], (ys, left))
     else:
-        state, ys = lax.scan(step, state, xs)
+        state, (ys, left) = lax.scan(step, state, xs)
     final = list(state[0])
     for k, layout in enumerate(call.layouts):
         if stationary[k]:
@@ -363,14 +411,15 @@ def run_probed(
         unpad(final[k], call.layouts[k])
         for k in range(call.num_inputs, call.num_inputs + call.num_outputs)
     ]
-    if probe is None or not (probe.flags or probe.stats):
+    if not record_writes and (probe is None or not (probe.flags or probe.stats)):
         return outputs, None
+    keep = np.flatnonzero(schedule.valid.reshape(-1))
     result = ProbeResult(
         programs=flat_pids[schedule.valid.reshape(-1)],
         stats={k: {n: unpad(v, call.layouts[k]) for n, v in state[4][k].items()} for k in tracked},
+        writes={k: v.reshape(num_steps * lanes, *v.shape[2:])[keep] for k, v in left.items()},
     )
     if ys is not None:
-        keep = np.flatnonzero(schedule.valid.reshape(-1))
         flags, low, high = (y.reshape(num_steps * lanes, *y.shape[2:])[keep] for y in ys)
         result = dataclasses.replace(result, flags=flags, low=low, high=high)
     return outputs, result

@@ -22,6 +22,7 @@ program output), `gpu_timing` (kernel times on GPU).
 `fingerprint` (a traced program as a hashable key, for the compile cache).
 `mosaic_gpu` (what a Mosaic GPU kernel allocates, copies and multiplies, per CTA).
 `replay` (a traced program replayed from its jaxpr: the inspection's snapshot).
+`observe` (every kernel lowered, told to an observer: `pytest --pallaslab`).
 """
 
 from pallaslab._src.core.jax_adapter.accesses import Recorded as Recorded
@@ -56,6 +57,9 @@ from pallaslab._src.core.jax_adapter.execution import (
 )
 from pallaslab._src.core.jax_adapter.execution import recording_kernels as recording_kernels
 from pallaslab._src.core.jax_adapter.execution import same_kernel as same_kernel
+from pallaslab._src.core.jax_adapter.execution import (
+    set_auto_interpret_default as set_auto_interpret_default,
+)
 from pallaslab._src.core.jax_adapter.execution import set_emulator as set_emulator
 from pallaslab._src.core.jax_adapter.execution import site_function as site_function
 from pallaslab._src.core.jax_adapter.execution import site_prefetch_count as site_prefetch_count

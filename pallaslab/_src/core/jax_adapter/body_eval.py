@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 
 from pallaslab._src.core.jax_adapter.kernels import user_location
@@ -116,10 +117,11 @@ def uninitialized(dtype: Any) -> Any:
     for integers, else 0.
     """
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc" or "float" in dtype.name:
+    # ml_dtypes' types (bfloat16, float8, int4 ...) have NumPy kind "V": ask jnp.
+    if jnp.issubdtype(dtype, jnp.inexact):
         return np.asarray(np.nan).astype(dtype)
-    if dtype.kind == "b":
+    if dtype == np.bool_:
         return False
-    if dtype.kind in "iu":
-        return np.iinfo(dtype).min
+    if jnp.issubdtype(dtype, jnp.integer):
+        return jnp.iinfo(dtype).min
     return 0

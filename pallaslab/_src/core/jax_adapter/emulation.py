@@ -238,13 +238,12 @@ class KernelCall:
 
     @functools.cached_property
     def _instrumentation(self) -> tuple[instrument.InstrumentedBody | None, str]:
+        # A body doing what the evaluator does not follow is a decision, said in the
+        # checks' notices; any other error is pallaslab's failure and propagates.
         try:
             return instrument.instrumented_body(self.params, self.grid), ""
-        except Exception as error:  # an unfamiliar body: its checks say so
-            return (
-                None,
-                f"its loads and stores could not be followed ({type(error).__name__}: {error})",
-            )
+        except instrument.UnsupportedError as error:
+            return None, f"its loads and stores could not be followed ({error})"
 
 
 def kernel_call(params: dict[str, Any], in_avals: Sequence[Any]) -> KernelCall:
@@ -264,7 +263,7 @@ def kernel_call(params: dict[str, Any], in_avals: Sequence[Any]) -> KernelCall:
     grid = tuple(int(d) if isinstance(d, (int, np.integer)) else -1 for d in mapping.grid)
     layouts = []
     for block_mapping in mapping.block_mappings:
-        layout = _layout(block_mapping)
+        layout = _layout(block_mapping, mapping)
         if isinstance(layout, str):
             unsupported = unsupported or layout
             continue
@@ -320,7 +319,7 @@ def _primitive_names(jaxpr: Any) -> set[str]:
     return names
 
 
-def _layout(block_mapping: Any) -> BlockLayout | str:
+def _layout(block_mapping: Any, grid_mapping: Any) -> BlockLayout | str:
     sizes, squeezed, element, padding = [], [], [], []
     for dim in block_mapping.block_shape:
         if isinstance(dim, pallas_core.Squeezed) or dim is None:
@@ -348,21 +347,32 @@ def _layout(block_mapping: Any) -> BlockLayout | str:
         squeezed=tuple(squeezed),
         element=tuple(element),
         padding=tuple(padding),
-        index_map=_index_map_function(block_mapping.index_map_jaxpr),
+        index_map=_index_map_function(block_mapping.index_map_jaxpr, grid_mapping),
     )
 
 
-def _index_map_function(closed: Any) -> Callable[..., tuple[Any, ...]]:
+def _index_map_function(closed: Any, grid_mapping: Any) -> Callable[..., tuple[Any, ...]]:
     # Index maps may read scalar-prefetch refs: discharge them into plain values, as
-    # Pallas' interpreter does, and keep only the block indices.
-    discharged, consts = closed_parts(discharge(closed))
+    # Pallas' interpreter does, and keep only the block indices. An index map of a grid
+    # sized at run time may ask `pl.num_programs`: it is answered in the grid's context.
+    with _grid_context(grid_mapping):
+        discharged, consts = closed_parts(discharge(closed))
     count = len(inner_jaxpr(closed).outvars)
 
     def index_map(*args: Any) -> tuple[Any, ...]:
-        values = jax_core.eval_jaxpr(discharged, consts, *args)
+        with _grid_context(grid_mapping):
+            values = jax_core.eval_jaxpr(discharged, consts, *args)
         return tuple(values[:count])
 
     return index_map
+
+
+def _grid_context(grid_mapping: Any) -> Any:
+    """Pallas' grid context of a call (what `pl.num_programs` reads while tracing)."""
+    enter = getattr(pallas_core, "tracing_grid_env", None)
+    if enter is None:  # pragma: no cover - depends on the JAX version
+        return contextlib.nullcontext()
+    return enter(tuple(grid_mapping.grid), tuple(grid_mapping.vmapped_dims))
 
 
 def uninitialized_value(dtype: Any) -> Any:
@@ -376,8 +386,31 @@ def uninitialized_value(dtype: Any) -> Any:
         return np.array(np.nan, dtype)
     if pallas_core is not None and dtype == np.dtype(pallas_core.SEMAPHORE_INTERPRET_DTYPE):
         return np.array(0, dtype)
-    if jnp.issubdtype(dtype, jnp.integer):
-        return np.array(np.iinfo(dtype).min, dtype)
+    if jnp.issubdtype(dtype, jnp.integer):  # jnp's iinfo knows int4 and the like
+        return np.array(jnp.iinfo(dtype).min, dtype)
     if dtype == np.bool_:
         return np.array(False)
     raise NotImplementedError(f"no uninitialized value for {dtype}")
+
+
+def with_grid_sizes(
+    params: dict[str, Any], in_avals: Sequence[Any], operands: Sequence[Any]
+) -> tuple[dict[str, Any], tuple[Any, ...], list[Any]]:
+    """A pallas_call whose grid is sized at run time, sized by the values it ran with.
+
+    Its leading operands are the sizes of its dynamic grid axes (`grid=(n,)` with `n`
+    traced): given their values, the call is the same kernel on a static grid, which
+    the emulator runs. Returns its parameters, operand types and operands without
+    those sizes (unchanged for a static grid).
+    """
+    mapping = params["grid_mapping"]
+    count = sum(1 for d in mapping.grid if not isinstance(d, (int, np.integer)))
+    if not count:
+        return params, tuple(in_avals), list(operands)
+    sizes = iter(int(np.asarray(v)) for v in operands[:count])
+    grid = tuple(int(d) if isinstance(d, (int, np.integer)) else next(sizes) for d in mapping.grid)
+    return (
+        dict(params, grid_mapping=mapping.replace(grid=grid)),
+        tuple(in_avals[count:]),
+        list(operands[count:]),
+    )

@@ -13,7 +13,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core.jax_adapter import gpu_interpret
+from pallaslab._src.core.jax_adapter import gpu_interpret, observe
 from pallaslab._src.core.jax_adapter.kernels import KernelSite, mesh_backend, mesh_of
 from pallaslab._src.core.jax_adapter.kernels.convert import backend_of
 from pallaslab._src.core.jax_adapter.probes import (
@@ -30,6 +30,10 @@ from pallaslab._src.core.jax_adapter.program_body import bounded_kernel_jaxpr
 from pallaslab._src.core.jax_adapter.shapes import call_body, closed_parts
 
 _auto_interpret = threading.local()
+# Whether kernels lowered for CPU without an interpreter run emulated, where no
+# `auto_interpret` block says otherwise: True, except while a test suite is observed
+# (`pytest --pallaslab` changes no test's outcome: JAX's own error stands).
+_auto_default = True
 
 
 # Whether mesh kernels bound on a CPU get an interpreter (see `mesh_interpret`): in the
@@ -66,7 +70,7 @@ def _lowering_rule(platform: str) -> Callable[..., Any]:
     lower_fun = mlir_module.lower_fun
 
     def rule(ctx: Any, *in_nodes: Any, interpret: Any, **params: Any) -> Any:
-        auto = platform == "cpu" and getattr(_auto_interpret, "on", True)
+        auto = platform == "cpu" and _auto_on()
         choice = (
             _emulator(dict(params, interpret=interpret), tuple(ctx.avals_in), auto)
             if _emulator is not None
@@ -83,7 +87,17 @@ def _lowering_rule(platform: str) -> Callable[..., Any]:
             interpret = interpret or True
         if interpret is True:
             params = _bounded_loops(params)
-        return jax_rule(ctx, *in_nodes, interpret=interpret, **params)
+        outputs = jax_rule(ctx, *in_nodes, interpret=interpret, **params)
+        if observe.observing():
+            observe.after_lowering(
+                ctx,
+                PALLAS_CALL,
+                dict(params, interpret=interpret),
+                in_nodes,
+                outputs,
+                platform=platform,
+            )
+        return outputs
 
     return rule
 
@@ -121,6 +135,7 @@ def install_cpu_interpret() -> str | None:
     )
     _install_mesh_interpret()
     _install_pallas_call_gpu_interpret()
+    _install_observed_mpmd_map()
     _cpu_rule_installed = True
     return None
 
@@ -244,9 +259,42 @@ def _kernel_arg_transforms(mapping: Any) -> tuple[tuple[Any, ...], ...]:
     return tuple(leading + [tuple(getattr(ref, "transforms", ()) or ()) for ref in refs])
 
 
+def _install_observed_mpmd_map() -> None:
+    """Lets the observer see `mpmd_map` kernels (`plgpu.kernel` in jax 0.10) lowered for CPU.
+
+    JAX lowers them through `pallas_call`'s lowering function directly, not through
+    `pallas_call`'s registered rule; this rule lowers them as JAX does, then tells the
+    observer (`observe.after_lowering`).
+    """
+    mpmd = _optional_module("jax._src.pallas.mpmd")
+    primitive = getattr(mpmd, "mpmd_map_p", None)
+    jax_rule = getattr(mpmd, "_mpmd_map_lowering", None)
+    if primitive is None or jax_rule is None or mlir_module is None:
+        return
+
+    def rule(ctx: Any, *in_nodes: Any, **params: Any) -> Any:
+        outputs = jax_rule(ctx, *in_nodes, **params)
+        if observe.observing():
+            observe.after_lowering(ctx, primitive.name, params, in_nodes, outputs, platform="cpu")
+        return outputs
+
+    mlir_module.register_lowering(primitive, rule, platform="cpu")
+
+
+def _auto_on() -> bool:
+    return bool(getattr(_auto_interpret, "on", _auto_default))
+
+
+def set_auto_interpret_default(on: bool) -> bool:
+    """Sets whether CPU kernels run emulated outside `auto_interpret` blocks; the old value."""
+    global _auto_default
+    previous, _auto_default = _auto_default, bool(on)
+    return previous
+
+
 def _auto_mesh_interpret() -> bool:
     return (
-        bool(getattr(_auto_interpret, "on", True))
+        _auto_on()
         and (_MESH_INTERPRET is None or bool(_MESH_INTERPRET.value))
         and jax.default_backend() == "cpu"
     )
@@ -357,12 +405,15 @@ def install_platform_rule(platform: str) -> None:
 @contextlib.contextmanager
 def auto_interpret(on: bool = True) -> Iterator[None]:
     """Within the block, kernels lowered for CPU run in interpret mode when `on`."""
-    previous = getattr(_auto_interpret, "on", True)
+    previous = getattr(_auto_interpret, "on", None)
     _auto_interpret.on = on
     try:
         yield
     finally:
-        _auto_interpret.on = previous
+        if previous is None:
+            del _auto_interpret.on
+        else:
+            _auto_interpret.on = previous
 
 
 def lowering_state() -> tuple[Any, ...]:
@@ -373,7 +424,7 @@ def lowering_state() -> tuple[Any, ...]:
     it, since the same jaxpr lowers differently under another state.
     """
     return (
-        bool(getattr(_auto_interpret, "on", True)),
+        _auto_on(),
         _cpu_rule_installed,
         tuple(sorted(_platform_rules)),
         _emulator,

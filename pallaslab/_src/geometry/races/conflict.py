@@ -23,7 +23,10 @@ class Conflict:
     Attributes:
         backend: "gpu" or "tpu": whose rules this breaks.
         kind: "parallel-write" (programs that may run at the same time write the
-            block) or "revisit" (TPU: the block is left and written again later).
+            block), "revisit" (TPU: the block is left and written again later) or
+            "aliased-read" (a block of an input aliased to an output, read by a
+            program after another wrote it as the output; `programs` are the writer
+            and the reader).
         operand: The output's label (its kernel parameter name).
         position: The output's position among the kernel's operands.
         block: The block's index in the output's block grid (element offsets along
@@ -76,6 +79,19 @@ class Conflict:
                 f"{self.backend.upper()} (they differ along {axes})."
             )
         where = f"block {tuple_text(self.block)} of {self.operand}"
+        if self.kind == "aliased-read":
+            writer, reader = (tuple_text(p) for p in (*self.programs, self.programs[-1])[:2])
+            when = (
+                f"after program {writer} wrote it as the output"
+                if self.backend == "tpu"
+                else f"while program {writer} writes it as the output (they may run at once)"
+            )
+            return (
+                f"{where} (an input aliased to an output) is read by program {reader} {when}: "
+                "whether it reads that result or the original depends on when the write "
+                f"reaches memory on {self.backend.upper()} (Pallas' interpreter always reads "
+                "the original)."
+            )
         if self.kind == "revisit":
             return (
                 f"{where} is left and written again later by programs {shown}{more} "

@@ -6,7 +6,8 @@
   default) run in order on one core. Programs that differ along a parallel axis and
   write the same block race. On arbitrary axes an output block stays in VMEM while
   consecutive programs write it, and is written back when the block changes: a block
-  that is left and revisited later is not read back, so accumulating into it breaks.
+  that is left and revisited later is not read back, so accumulating into it breaks
+  (unless its BlockSpec asks for `pl.Buffered(..., revisit=pl.RevisitMode.ANY)`).
 
 Outputs whose programs share memory (see `shared`) are decided element by element.
 """
@@ -17,8 +18,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from pallaslab._src.geometry.blocks import block_starts
+from pallaslab._src.geometry.blocks import program_starts
 from pallaslab._src.geometry.limits import check_programs
+from pallaslab._src.geometry.races.aliasing import aliased_reads
 from pallaslab._src.geometry.races.conflict import BACKENDS, Conflict, conflict_at
 from pallaslab._src.geometry.races.shared import (
     SharedAccesses,
@@ -78,6 +80,7 @@ def find_races(
         if starts is None:
             continue
         conflicts.extend(_operand_conflicts(kernel, operand, starts, backend, parallel))
+    conflicts.extend(aliased_reads(kernel, backend, prefetch))
     return conflicts
 
 
@@ -136,8 +139,7 @@ def _output_starts(
             f"cannot check {operand.label}: its index map reads scalar-prefetch values; "
             "pass them as prefetch="
         )
-    starts = block_starts(operand, kernel.grid, prefetch)
-    return starts.reshape(-1, len(operand.shape))
+    return program_starts(operand, kernel.grid, prefetch)
 
 
 def _operand_conflicts(
@@ -169,8 +171,10 @@ def _operand_conflicts(
         spread = np.ptp(coords[members], axis=0) > 0 if coords.shape[1] else np.zeros(0, bool)
         if np.any(spread & parallel_mask):
             found.append(make("parallel-write", members, window))
-        elif backend == "tpu" and np.any(np.diff(members) > 1):
-            # Visited in more than one run of consecutive programs.
+        elif backend == "tpu" and np.any(np.diff(members) > 1) and operand.revisit != "any":
+            # Visited in more than one run of consecutive programs (legal when the
+            # BlockSpec asks for `pl.Buffered(..., revisit=pl.RevisitMode.ANY)`: the
+            # pipeline then reads the block back).
             found.append(make("revisit", members, window))
     if not is_aligned(operand):
         pairs = overlapping_pairs(unique, sizes)

@@ -72,14 +72,18 @@ def whole_array(operand: Operand) -> bool:
     """Whether the operand's ref is the whole array: no BlockSpec, or `pl.ANY` / HBM.
 
     Programs then pick their part with `pl.program_id`, `pl.ds` and masks (the
-    Triton style), and all share the one block.
+    Triton style), and all share the one block. Squeezed dimensions only pick which
+    whole array: those `jax.vmap` adds (each instance of the kernel has its own), or
+    a row per program (`BlockSpec((None, n), ...)`).
     """
     if operand.memory_space in SHARED_SPACES:
         return True
-    return all(
-        b is not None and int(b) == n
+    kept = [
+        (int(b), n)
         for b, n in zip(operand.block_shape, operand.shape, strict=True)
-    )
+        if b is not None
+    ]
+    return all(b == n for b, n in kept)
 
 
 def element_conflicts(

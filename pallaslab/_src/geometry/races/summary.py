@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from pallaslab._src.geometry.blocks import block_starts
+from pallaslab._src.geometry.blocks import program_starts
 from pallaslab._src.geometry.races.conflict import (
     ELEMENT_KINDS,
     Conflict,
@@ -86,6 +86,13 @@ def summarize(
             if len(programs) <= 2
             else ", ".join(programs[:3]) + f" ({len(programs)} in all)"
         )
+        if kind == "aliased-read":
+            sentences.append(
+                f"{label} hazard on {operand}: {first.describe(names)} Read each block "
+                "of an aliased input before any program writes it (the same block in the "
+                "same program), or do not alias it."
+            )
+            continue
         if kind == "revisit":
             sentences.append(
                 f"{label} hazard on {operand}: {blocks} left and written again later "
@@ -180,7 +187,7 @@ def _clean_sentence(
         index_map = operand.index_map
         if index_map is None or not index_map.evaluable or index_map.uses_prefetch:
             continue
-        starts = block_starts(operand, kernel.grid).reshape(-1, len(operand.shape))
+        starts = program_starts(operand, kernel.grid)
         sharing = sharing_axes(starts, kernel.grid, window_sizes(operand), is_aligned(operand))
         revisited |= {a for a, s in enumerate(sharing) if s}
     if backend == "tpu" and revisited:

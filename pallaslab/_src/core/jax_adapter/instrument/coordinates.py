@@ -80,14 +80,22 @@ def _apply_indexer(
     """
     per_dim: list[tuple[Any, bool]] = []
     strides: list[int] = []
-    for index in indexer.indices:
+    # With an array among the indices, the discharge gathers (`x[arrays]`), and integer
+    # indices count from the end when negative, as NumPy's do; with only slices and
+    # scalars it slices dynamically, and a negative start is clamped (see `effective`).
+    gathers = any(not isinstance(i, _Slice) and jnp.shape(i) for i in indexer.indices)
+    ref_shape = tuple(int(n) for n in getattr(indexer, "shape", ()))
+    for dim, index in enumerate(indexer.indices):
         if isinstance(index, _Slice):
             size, stride = int(index.size), int(index.stride)
             start = jnp.asarray(index.start, jnp.int32)
             per_dim.append((start + stride * jnp.arange(size, dtype=jnp.int32), True))
             strides.append(stride)
         else:
-            per_dim.append((jnp.asarray(index, jnp.int32), False))
+            value = jnp.asarray(index, jnp.int32)
+            if gathers and dim < len(ref_shape):
+                value = jnp.where(value < 0, value + ref_shape[dim], value)
+            per_dim.append((value, False))
             strides.append(0)
     int_shape = (
         tuple(int(n) for n in indexer.int_indexer_shape) if not all(s for _, s in per_dim) else ()

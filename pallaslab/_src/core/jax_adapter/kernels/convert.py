@@ -65,7 +65,8 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
     num_inputs = int(grid_mapping.num_inputs)
     for k, mapping in enumerate(grid_mapping.block_mappings):
         position = num_prefetch + k
-        kinds, sizes = zip(*(_block_dim(d) for d in mapping.block_shape), strict=True)
+        dims = [_block_dim(d) for d in mapping.block_shape]  # none for a 0-d operand
+        kinds, sizes = tuple(k for k, _ in dims), tuple(n for _, n in dims)
         padding = tuple(tuple(getattr(d, "padding", (0, 0))) for d in mapping.block_shape)
         operands.append(
             Operand(
@@ -85,6 +86,7 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
                 ),
                 memory_space=_memory_space_name(mapping.transformed_block_aval),
                 buffer_count=_buffer_count(mapping.pipeline_mode),
+                revisit=_revisit_mode(mapping.pipeline_mode),
                 element_padding=(
                     tuple((int(lo), int(hi)) for lo, hi in padding)
                     if any(p != (0, 0) for p in padding)
@@ -398,6 +400,12 @@ def _dtype_name(aval: Any) -> str:
 def _buffer_count(pipeline_mode: Any) -> int | None:
     count = getattr(pipeline_mode, "buffer_count", None)
     return int(count) if count is not None else None
+
+
+def _revisit_mode(pipeline_mode: Any) -> str:
+    """`pl.Buffered(..., revisit=pl.RevisitMode.ANY)` as "any" ("" when not given)."""
+    revisit = getattr(pipeline_mode, "revisit", None)  # a field of newer JAX's Buffered
+    return str(getattr(revisit, "value", revisit) or "")
 
 
 def backend_of(compiler_params: Any) -> str:

@@ -1,0 +1,171 @@
+"""Checking one kernel program a test ran, on the values it ran with.
+
+The emulator runs the kernel on the test's operands; its outputs are compared, bit for
+bit, with what the test computed (Pallas' interpreter, as the test asked); then the
+emulator's checks run (`checking.check_kernel`) and what they found becomes findings
+at source lines (`findings.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import numpy as np
+
+from pallaslab._src.base import messages
+from pallaslab._src.core import checking, compile_cache, emulator
+from pallaslab._src.core.checking.outputs import differs, is_number
+from pallaslab._src.core.jax_adapter import emulation as adapter
+from pallaslab._src.core.jax_adapter import observe
+from pallaslab._src.core.sanitizer import decisions
+from pallaslab._src.core.sanitizer import findings as words
+from pallaslab._src.records.sanitize import SanitizedCall, SanitizerFinding
+
+
+@dataclasses.dataclass
+class Capture:
+    """One distinct kernel program, as lowered, and the values of its first run.
+
+    Attributes:
+        lowered: The kernel as a lowering rule met it.
+        config: JAX's options when it was lowered (`observe.config_snapshot`).
+        nodeid: The test that ran it first ("" outside any test).
+        values: Its operands then its results, copied when it first ran.
+        runs: How many times it ran.
+        refused: Why it is not checked ("" when it is).
+    """
+
+    lowered: observe.LoweredKernel
+    config: tuple[tuple[str, Any], ...]
+    nodeid: str = ""
+    values: list[np.ndarray] | None = None
+    runs: int = 0
+    refused: str = ""
+
+
+def verify(capture: Capture, checks: Collection[str]) -> SanitizedCall:
+    """Checks one captured program; never raises (pallaslab's failures are recorded)."""
+    lowered = capture.lowered
+    started = time.perf_counter()
+    base = SanitizedCall(
+        kernel=observe.lowered_name(lowered),
+        primitive=lowered.primitive,
+        source=observe.lowered_location(lowered),
+        nodeid=capture.nodeid,
+        status="refused",
+        reason=capture.refused,
+        runs=capture.runs,
+    )
+    if capture.refused or capture.values is None:
+        return base
+    try:
+        with observe.restored_config(capture.config):
+            checked = _verify(capture, base, checks)
+    except Exception as error:  # pallaslab's own failure: recorded, the test untouched
+        checked = dataclasses.replace(
+            base, status="crashed", reason=f"{messages.one_line(error)}{_where(error)}"
+        )
+    return dataclasses.replace(checked, seconds=time.perf_counter() - started)
+
+
+def _verify(capture: Capture, base: SanitizedCall, checks: Collection[str]) -> SanitizedCall:
+    lowered = capture.lowered
+    assert capture.values is not None
+    count = len(lowered.in_avals)
+    operands, results = capture.values[:count], capture.values[count:]
+    # The emulator models the kernel, whichever interpreter the test chose for it; a
+    # grid sized at run time is sized by the values this run had.
+    params, in_avals, operands = adapter.with_grid_sizes(
+        dict(lowered.params, interpret=True), lowered.in_avals, operands
+    )
+    call, plan = emulator.analyse(params, in_avals)
+    base = dataclasses.replace(base, kernel=call.record.name, grid=tuple(call.grid))
+    if plan.failure:
+        raise RuntimeError(f"the emulator could not analyse it: {plan.failure}")
+    if plan.fallback:
+        return dataclasses.replace(base, reason=_sentence(plan.fallback))
+    found: list[SanitizerFinding] = []
+    agrees: bool | None = None
+    worst = 0.0
+    kernel_checks = words.kernel_checks(checks)
+    findings = checking.check_kernel(
+        call,
+        plan,
+        operands,
+        checks=kernel_checks,
+        backends=words.backends_of(
+            call.record, adapter.interpret_kind(lowered.params.get("interpret"))
+        ),
+    )
+    if findings.failures:
+        what, error = findings.failures[0]
+        raise RuntimeError(f"{what} failed: {messages.one_line(error)}{_where(error)}")
+    unlike = decisions.comparison_refusal(lowered.params)
+    if "emulate" in checks and not unlike:
+        # The leak check's first run is the emulated run: one compile less.
+        emulated = findings.outputs
+        if emulated is None:
+            emulated = _emulate(call, plan, operands)
+        agrees, worst = _agreement(emulated, results)
+    found.extend(words.findings_of(call, findings, checks, capture.nodeid))
+    if agrees is False:
+        found.append(words.disagreement(call, worst, capture.nodeid))
+    return dataclasses.replace(
+        base,
+        status="checked",
+        reason="",
+        agrees=agrees,
+        max_abs_diff=worst,
+        findings=tuple(found),
+        notes=tuple(dict.fromkeys([*findings.notices, *([unlike] if unlike else [])])),
+    )
+
+
+def _emulate(
+    call: adapter.KernelCall, plan: emulator.Plan, operands: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    def run(*args: Any) -> list[Any]:
+        return emulator.run_call(call, plan, args)
+
+    what = ("sanitize", emulator.check_key(call, plan))
+    outputs = compile_cache.compile_keyed(what, run, operands)(*operands)
+    return [np.asarray(o) for o in outputs]
+
+
+def _agreement(emulated: Sequence[np.ndarray], results: Sequence[np.ndarray]) -> tuple[bool, float]:
+    """Whether the outputs are equal bit for bit (NaN equals NaN); the largest difference."""
+    agrees, worst = True, 0.0
+    for emulated_output, result in zip(emulated, results, strict=True):
+        got, want = np.asarray(emulated_output), np.asarray(result)
+        if got.shape != want.shape or got.dtype != want.dtype:
+            return False, math.inf
+        mask = differs(got, want)
+        if not mask.any():
+            continue
+        agrees = False
+        if is_number(want.dtype):
+            diff = np.abs(got[mask].astype(np.float64) - want[mask].astype(np.float64))
+            worst = max(worst, math.inf if not np.isfinite(diff).all() else float(diff.max()))
+        else:
+            worst = max(worst, float(mask.sum()))
+    return agrees, worst
+
+
+def _sentence(reason: str) -> str:
+    return f"the emulator does not run it: {reason}"
+
+
+def _where(error: BaseException) -> str:
+    """` (at file:line)`: pallaslab's innermost frame of a failure, for the report."""
+    tb = error.__traceback__
+    place = ""
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if "/pallaslab/" in filename:
+            place = f"{filename.rsplit('/pallaslab/', 1)[1]}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return f" (at pallaslab/{place})" if place else ""
