@@ -672,4 +672,6 @@ def test_a_failing_emulation_falls_back_with_a_notice(monkeypatch):
         out = pallaslab.emulate(fn)(x, y)
     np.testing.assert_array_equal(out, x + y)
     (notice,) = [w for w in caught if issubclass(w.category, pallaslab.types.EmulationNotice)]
-    assert "emulator failed (RuntimeError: boom)" in str(notice.message)
+    # Not a stated decision but pallaslab's own failure: said as such (`pytest --pallaslab`
+    # counts it as a crash).
+    assert "emulator failed (RuntimeError: boom; a bug in pallaslab" in str(notice.message)

@@ -81,7 +81,7 @@ def choice_for(chip: str | None) -> ChipChoice:
 
 @contextlib.contextmanager
 def tracing_chip(
-    choice: ChipChoice | None = None, *, watch_gpu: bool = False
+    choice: ChipChoice | str | None = None, *, watch_gpu: bool = False
 ) -> Iterator[jax_adapter.GpuWatch]:
     """Within the block, tracing and running answer the device's questions off it.
 
@@ -92,10 +92,11 @@ def tracing_chip(
     yielded watch notes what kernel code asked, to trace again for an H100.
 
     Args:
-        choice: The chips (default: none chosen).
+        choice: The chips, or one chip's name ("v4", "B200"; `choice_for`); default:
+            none chosen.
         watch_gpu: Note GPU queries instead of answering them.
     """
-    choice = choice or ChipChoice()
+    choice = choice_for(choice) if isinstance(choice, str) else choice or ChipChoice()
     with jax_adapter.tpu_chip(choice.tpu or traced_chip(), fallback=True):
         if choice.gpu and (choice.chosen or not gpu_here()):
             with jax_adapter.gpu_chip_scope(jax_adapter.GpuChip.named(choice.gpu)) as watch:

@@ -186,6 +186,8 @@ class Kernel:
             ("jit(matmul)", "scan").
         work: The arithmetic the kernel body does over the whole grid, counted from
             its jaxpr (None when it could not be counted).
+        unused: Positions of the operands the kernel body never touches (an input
+            aliased to an output only to pass its memory along, `del zeros_ref`).
     """
 
     index: int
@@ -208,6 +210,7 @@ class Kernel:
     input_output_aliases: tuple[tuple[int, int], ...] = ()
     path: tuple[str, ...] = ()
     work: KernelWork | None = None
+    unused: tuple[int, ...] = ()
 
     @property
     def inputs(self) -> tuple[Operand, ...]:

@@ -38,6 +38,8 @@ def aliased_reads(
         target = _operand(kernel, "out", out_index)
         if source is None or target is None or source.block_shape != target.block_shape:
             continue
+        if source.position in kernel.unused:  # only its memory is passed along: never read
+            continue
         if not (_evaluable(source, prefetch) and _evaluable(target, prefetch)):
             continue
         reads = program_starts(source, kernel.grid, prefetch)

@@ -134,7 +134,15 @@ def _pallas_call_record(site: KernelSite, index: int) -> Kernel:
         ),
         path=site.path,
         work=_work(body, grid),
+        unused=_unused_arguments(inner_jaxpr(body)),
     )
+
+
+def _unused_arguments(jaxpr: Any) -> tuple[int, ...]:
+    """Positions of the kernel's arguments no equation of its body takes or returns."""
+    used = {id(v) for eqn in jaxpr.eqns for v in eqn.invars}
+    used |= {id(v) for v in jaxpr.outvars}
+    return tuple(k for k, v in enumerate(jaxpr.invars) if id(v) not in used)
 
 
 def _work(body: Any, grid: tuple[int, ...]) -> KernelWork | None:
