@@ -185,7 +185,9 @@ def _locate(
     kernel_index, operand = found
     kernel = traced.kernels[kernel_index]
     if mosaic_gpu.copies_are_the_map(kernel):
-        by_windows = _locate_on_windows(traced, errors, path, kernel_index, operand, note)
+        by_windows = _locate_on_windows(
+            traced, errors, path, kernel_index=kernel_index, operand=operand, note=note
+        )
         if by_windows is not None:
             return by_windows
     prefetch = (
@@ -208,6 +210,7 @@ def _locate_on_windows(
     traced: Traced,
     errors: ElementErrors,
     path: str,
+    *,
     kernel_index: int,
     operand: Operand,
     note: str,
@@ -218,10 +221,8 @@ def _locate_on_windows(
         plan = mosaic_gpu.kernel_plan(traced, kernel_index)
     except ValueError:
         return None
-    index = next(
-        (k for k, o in enumerate(kernel.operands) if (o.label, o.role) == (operand.label, operand.role)),
-        None,
-    )
+    same = (operand.label, operand.role)
+    index = next((k for k, o in enumerate(kernel.operands) if (o.label, o.role) == same), None)
     found = [w for w in plan.windows if w.operand == index and w.direction == "write"]
     if len(found) != 1 or found[0].unknown:
         return None

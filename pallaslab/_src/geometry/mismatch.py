@@ -240,7 +240,9 @@ def locate_windows(
     bad_tiles = tuple(tuple(int(v) for v in idx) for idx in np.argwhere(counts > 0))
     hit = np.zeros(written.shape[0], dtype=bool)
     for cta, step in np.argwhere(written):
-        index = tuple(int(start[cta, step]) // size for start, size in zip(windows.starts, tile))
+        index = tuple(
+            int(start[cta, step]) // size for start, size in zip(windows.starts, tile, strict=True)
+        )
         if all(i < n for i, n in zip(index, counts.shape, strict=True)) and counts[index] > 0:
             hit[cta] = True
     return TileMismatch(
