@@ -469,3 +469,17 @@ def test_a_matmul_off_the_tensor_cores_misses_the_requirement():
     assert not feedback.ok, feedback.summary()
     assert feedback.kind == "requirement" and feedback.requirement == "tensor-cores"
     assert "plgpu.wgmma" in feedback.hint
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "exercise", [e for e in EXERCISES if e.notebook == "09_mosaic_gpu"], ids=lambda e: e.id
+)
+def test_on_a_hopper_gpu_notebook_09s_solutions_run_compiled_and_pass(exercise):
+    from pallaslab._src.core import chips
+
+    if chips.gpu_here() not in {"H100", "H200"}:
+        pytest.skip(f"wgmma needs a Hopper GPU (sm_90a), not {chips.gpu_here()}")
+    feedback = grade(exercise, SOLUTIONS[exercise.id])
+    assert feedback.ok, feedback.summary()
+    assert all(point.result.mode == "compiled" for point in feedback.check.points)
