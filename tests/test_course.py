@@ -383,9 +383,11 @@ def test_feedback_is_falsy_until_solved():
 # -- notebook 09: Mosaic GPU kernels graded through JAX's interpreter ----------------
 
 
-def _mosaic_double(x, *, third_for_cta: int | None = None, own_rows: bool = True):
-    """09.warpgroups' kernel, wrong on purpose: one CTA triples, or both warpgroups
-    store the same rows."""
+def _mosaic_double(
+    x, *, third_for_cta: int | None = None, own_rows: bool = True, own_barrier: bool = True
+):
+    """09.warpgroups' kernel, wrong on purpose: one CTA triples, both warpgroups store
+    the same rows, or they use the barrier array without picking theirs."""
     from jax import lax
     from jax.experimental.pallas import mosaic_gpu as plgpu
 
@@ -395,8 +397,9 @@ def _mosaic_double(x, *, third_for_cta: int | None = None, own_rows: bool = True
         cta, wg = lax.axis_index("cta"), lax.axis_index("wg")
         mine = pl.ds(wg * 16, 16)
         window = pl.ds(cta * 32 + (wg * 16 if own_rows else 0), 16)
-        plgpu.copy_gmem_to_smem(x_gmem.at[window], x_smem.at[mine], loaded.at[wg])
-        plgpu.barrier_wait(loaded.at[wg])
+        barrier = loaded.at[wg] if own_barrier else loaded
+        plgpu.copy_gmem_to_smem(x_gmem.at[window], x_smem.at[mine], barrier)  # copy-line
+        plgpu.barrier_wait(barrier)
         factor = jnp.where(cta == (-1 if third_for_cta is None else third_for_cta), 3.0, 2.0)
         x_smem[mine] = x_smem[mine] * factor
         plgpu.commit_smem()
@@ -442,6 +445,21 @@ def test_rows_no_warpgroup_stores_are_named_with_the_warpgroup_hint():
     assert "warpgroup" in feedback.hint and "lax.axis_index" in feedback.hint
     (tile, *_) = feedback.check.points[0].comparison.tiles
     assert tile.bad_tiles == ((1, 0), (3, 0))
+
+
+def test_a_check_the_interpreter_makes_is_the_kernels_mistake_at_its_line():
+    feedback = grade(catalog.find("09.warpgroups"), lambda x: _mosaic_double(x, own_barrier=False))
+    assert not feedback.ok and feedback.kind == "error"
+    line = next(
+        n
+        for n, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+        if "# copy-line" in text
+    )
+    assert feedback.location == f"test_course.py line {line}"
+    assert "interpreter stopped the kernel" in feedback.message
+    assert "barrier without indexing" in feedback.message
+    # Not blamed on the interpreter: it is no operation it lacks.
+    assert "not every operation" not in feedback.hint and "fix what it names" in feedback.hint
 
 
 def test_a_matmul_off_the_tensor_cores_misses_the_requirement():
