@@ -81,7 +81,7 @@ def _sanitized(text: str) -> str:
 
 def test_every_notebook_has_exercises_and_every_exercise_a_notebook():
     notebooks = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-    assert [n[:2] for n in notebooks] == [f"{k:02d}" for k in range(9)]
+    assert [n[:2] for n in notebooks] == [f"{k:02d}" for k in range(10)]
     assert {e.notebook for e in EXERCISES} == set(notebooks)
     for exercise in EXERCISES:
         assert exercise.id.startswith(exercise.notebook[:2] + ".")
@@ -378,3 +378,126 @@ def test_feedback_is_falsy_until_solved():
     feedback = grade(_exercise(), lambda x: 2 * x)
     assert not feedback
     assert feedback.summary().startswith("✗ 99.double · Double: not yet")
+
+
+# -- notebook 09: Mosaic GPU kernels graded through JAX's interpreter ----------------
+
+
+def _mosaic_double(
+    x, *, third_for_cta: int | None = None, own_rows: bool = True, own_barrier: bool = True
+):
+    """09.warpgroups' kernel, wrong on purpose: one CTA triples, both warpgroups store
+    the same rows, or they use the barrier array without picking theirs."""
+    from jax import lax
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    rows, cols = x.shape
+
+    def body(x_gmem, o_gmem, x_smem, loaded):
+        cta, wg = lax.axis_index("cta"), lax.axis_index("wg")
+        mine = pl.ds(wg * 16, 16)
+        window = pl.ds(cta * 32 + (wg * 16 if own_rows else 0), 16)
+        barrier = loaded.at[wg] if own_barrier else loaded
+        plgpu.copy_gmem_to_smem(x_gmem.at[window], x_smem.at[mine], barrier)  # copy-line
+        plgpu.barrier_wait(barrier)
+        factor = jnp.where(cta == (-1 if third_for_cta is None else third_for_cta), 3.0, 2.0)
+        x_smem[mine] = x_smem[mine] * factor
+        plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(x_smem.at[mine], o_gmem.at[window])
+        plgpu.wait_smem_to_gmem(0)
+
+    return plgpu.kernel(
+        body,
+        out_type=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(rows // 32,),
+        grid_names=("cta",),
+        num_threads=2,
+        thread_name="wg",
+        scratch_types=[
+            plgpu.SMEM((32, cols), x.dtype),
+            plgpu.Barrier(num_arrivals=1, num_barriers=2),
+        ],
+    )(x)
+
+
+def test_a_mosaic_gpu_answer_is_located_on_the_windows_its_ctas_store():
+    exercise = dataclasses.replace(
+        catalog.find("09.warpgroups"), cases=(catalog.find("09.warpgroups").cases[0],)
+    )
+    feedback = grade(exercise, lambda x: _mosaic_double(x, third_for_cta=1))
+    assert not feedback.ok and feedback.kind == "wrong-values"
+    (point,) = feedback.check.points
+    assert point.result.mode == "mosaic-gpu-interpret"
+    (tile,) = point.comparison.tiles
+    # Oracle by hand: (64, 128) stored in (16, 128) windows, two per CTA; CTA 1 owns
+    # rows 32..63, windows 2 and 3.
+    assert tile.tile_shape == (16, 128) and tile.counts.shape == (4, 1)
+    assert tile.bad_tiles == ((2, 0), (3, 0))
+    assert tile.bad_programs == ((1,),) and tile.grid == (2,)
+    assert "wrong in 2 of 4 blocks of o_gmem" in feedback.cases[0].summary
+
+
+def test_rows_no_warpgroup_stores_are_named_with_the_warpgroup_hint():
+    feedback = grade(catalog.find("09.warpgroups"), lambda x: _mosaic_double(x, own_rows=False))
+    assert not feedback.ok and feedback.kind == "wrong-values"
+    # Each CTA's second 16 rows are never stored: half the output, NaN in the interpreter.
+    assert "4,096 elements of o_gmem are never written (2 of 4 blocks" in feedback.message
+    assert "warpgroup" in feedback.hint and "lax.axis_index" in feedback.hint
+    (tile, *_) = feedback.check.points[0].comparison.tiles
+    assert tile.bad_tiles == ((1, 0), (3, 0))
+
+
+def test_a_check_the_interpreter_makes_is_the_kernels_mistake_at_its_line():
+    feedback = grade(catalog.find("09.warpgroups"), lambda x: _mosaic_double(x, own_barrier=False))
+    assert not feedback.ok and feedback.kind == "error"
+    line = next(
+        n
+        for n, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+        if "# copy-line" in text
+    )
+    assert feedback.location == f"test_course.py line {line}"
+    assert "interpreter stopped the kernel" in feedback.message
+    assert "barrier without indexing" in feedback.message
+    # Not blamed on the interpreter: it is no operation it lacks.
+    assert "not every operation" not in feedback.hint and "fix what it names" in feedback.hint
+
+
+def test_a_matmul_off_the_tensor_cores_misses_the_requirement():
+    from jax import lax
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    def matmul(a, b):  # right values, with a dot in registers rather than a wgmma
+        m, n = a.shape[0], b.shape[1]
+
+        def body(a_gmem, b_gmem, o_gmem):
+            i, j = lax.axis_index("m"), lax.axis_index("n")
+            rows, cols = pl.ds(i * 64, 64), pl.ds(j * 128, 128)
+            o_gmem[rows, cols] = jnp.dot(
+                a_gmem[rows, :], b_gmem[:, cols], preferred_element_type=jnp.float32
+            )
+
+        return plgpu.kernel(
+            body,
+            out_type=jax.ShapeDtypeStruct((m, n), jnp.float32),
+            grid=(m // 64, n // 128),
+            grid_names=("m", "n"),
+        )(a, b)
+
+    feedback = grade(catalog.find("09.wgmma"), matmul)
+    assert not feedback.ok, feedback.summary()
+    assert feedback.kind == "requirement" and feedback.requirement == "tensor-cores"
+    assert "plgpu.wgmma" in feedback.hint
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "exercise", [e for e in EXERCISES if e.notebook == "09_mosaic_gpu"], ids=lambda e: e.id
+)
+def test_on_a_hopper_gpu_notebook_09s_solutions_run_compiled_and_pass(exercise):
+    from pallaslab._src.core import chips
+
+    if chips.gpu_here() not in {"H100", "H200"}:
+        pytest.skip(f"wgmma needs a Hopper GPU (sm_90a), not {chips.gpu_here()}")
+    feedback = grade(exercise, SOLUTIONS[exercise.id])
+    assert feedback.ok, feedback.summary()
+    assert all(point.result.mode == "compiled" for point in feedback.check.points)

@@ -429,3 +429,53 @@ def kernels_line(marker: str) -> int:
     found = [n for n, text in enumerate(lines, 1) if text.rstrip().endswith(f"# {marker}")]
     assert len(found) == 1, (marker, found)
     return found[0]
+
+
+# --- Mismatches of a mesh kernel located on the windows its stores write (pure NumPy) ---
+
+
+def _windows(starts_rows, lengths_rows, cols=8):
+    """Writes of a (rows, cols) output by CTAs: per CTA and step, a window of rows."""
+    from pallaslab._src.records.mosaic_gpu import CopyWindows
+
+    starts = np.asarray(starts_rows)
+    lengths = np.asarray(lengths_rows)
+    return CopyWindows(
+        operand=1,
+        direction="write",
+        sizes=(int(lengths.max()), cols),
+        starts=(starts, np.zeros_like(starts)),
+        lengths=(lengths, np.where(lengths > 0, cols, 0)),
+    )
+
+
+def test_mismatches_are_counted_per_store_window_and_blamed_on_its_cta():
+    from pallaslab._src.geometry import mismatch
+    from tests.records import operand
+
+    out = operand((32, 8), (32, 8), (), role="out", position=1, name="o_gmem")
+    got, want = np.zeros((32, 8)), np.zeros((32, 8))
+    got[20, 3] = 1.0  # in rows 16..23: the window CTA 1 stores first
+    errors = mismatch.element_errors(got, want, 1e-6, 1e-6)
+    # Two CTAs, two windows of 8 rows each: CTA 0 rows 0..15, CTA 1 rows 16..31.
+    windows = _windows([[0, 8], [16, 24]], [[8, 8], [8, 8]])
+    found = mismatch.locate_windows(errors, output="[0]", operand=out, windows=windows, grid=(2,))
+    assert found is not None
+    assert found.tile_shape == (8, 8) and found.counts.tolist() == [[0], [0], [1], [0]]
+    assert found.bad_tiles == ((2, 0),) and found.bad_programs == ((1,),)
+    assert found.operand == "o_gmem" and found.grid == (2,)
+
+
+def test_windows_that_do_not_tile_the_output_leave_it_to_the_blocks():
+    from pallaslab._src.geometry import mismatch
+    from tests.records import operand
+
+    out = operand((32, 8), (32, 8), (), role="out", position=1, name="o_gmem")
+    errors = mismatch.element_errors(np.ones((32, 8)), np.zeros((32, 8)), 1e-6, 1e-6)
+    ragged = _windows([[0, 8], [16, 24]], [[8, 8], [8, 4]])  # one window is short
+    unaligned = _windows([[0, 8], [12, 20]], [[8, 8], [8, 8]])  # one starts mid-tile
+    for windows in (ragged, unaligned):
+        located = mismatch.locate_windows(
+            errors, output="[0]", operand=out, windows=windows, grid=(2,)
+        )
+        assert located is None

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from pallaslab._src.base import messages
-from pallaslab._src.core import jax_adapter
+from pallaslab._src.core import jax_adapter, mosaic_gpu
 from pallaslab._src.core.prefetch import prefetch_values
 from pallaslab._src.core.program import Traced, program_of
 from pallaslab._src.geometry import mismatch
@@ -244,12 +244,49 @@ def _placement(
         return Placement(path, None, note=note)
     kernel_index, operand = found
     kernel = traced.kernels[kernel_index]
+    if mosaic_gpu.copies_are_the_map(kernel):
+        by_windows = _locate_on_windows(
+            traced, errors, path, kernel_index=kernel_index, operand=operand, note=note
+        )
+        if by_windows is not None:
+            return by_windows
     prefetch = (
         prefetch_values(program_of(traced), kernel_index, list(leaves) if leaves else None)
         if kernel.num_scalar_prefetch
         else ()
     )
     return Placement(path, operand, tuple(kernel.grid), kernel.name, tuple(prefetch), note)
+
+
+def _locate_on_windows(
+    traced: Traced,
+    errors: ElementErrors,
+    path: str,
+    *,
+    kernel_index: int,
+    operand: Operand,
+    note: str,
+) -> TileMismatch | None:
+    """A mesh kernel's mismatches on the windows its writes land on (None: they don't tile)."""
+    kernel = traced.kernels[kernel_index]
+    try:
+        plan = mosaic_gpu.kernel_plan(traced, kernel_index)
+    except ValueError:
+        return None
+    same = (operand.label, operand.role)
+    index = next((k for k, o in enumerate(kernel.operands) if (o.label, o.role) == same), None)
+    found = [w for w in plan.windows if w.operand == index and w.direction == "write"]
+    if len(found) != 1 or found[0].unknown:
+        return None
+    return mismatch.locate_windows(
+        errors,
+        output=path,
+        operand=operand,
+        windows=found[0],
+        grid=plan.grid,
+        kernel=kernel.name,
+        note=note,
+    )
 
 
 def _mismatch(problem: str) -> Comparison:

@@ -401,6 +401,17 @@ def _mosaic_gpu_interpreter(error: BaseException, _: Iterable[str]) -> Diagnosis
     failure = jax_adapter.interpreter_failure(error)
     if failure is None:
         return None
+    if failure.kind != "NotImplementedError" and not _UNSUPPORTED.search(failure.message):
+        # Not an operation it lacks: a check of its own the kernel failed (a barrier array
+        # used without `.at[i]`, a copy between refs of different shapes ...).
+        return Diagnosis(
+            "interpreter-check",
+            f"JAX's Mosaic GPU interpreter stopped the kernel: {failure.kind}: {failure.message}",
+            "The interpreter checks what a GPU would do without a word: fix what it names "
+            "at that line (on a GPU the kernel would fail to compile, hang or compute "
+            "garbage).",
+            location=failure.location,
+        )
     return Diagnosis(
         "interpreter",
         f"JAX's Mosaic GPU interpreter (jax {_jax_version()}) could not run this kernel: "
@@ -411,6 +422,9 @@ def _mosaic_gpu_interpreter(error: BaseException, _: Iterable[str]) -> Diagnosis
         "a GPU.",
         location=failure.location,
     )
+
+
+_UNSUPPORTED = re.compile(r"unsupported|not (?:yet )?(?:supported|implemented)", re.I)
 
 
 def _jax_version() -> str:

@@ -44,6 +44,7 @@ KIND_TITLES = {
     "out-of-bounds": "an access outside its buffer",
     "slice-out-of-bounds": "a slice past the end of its ref",
     "interpreter": "an operation JAX's Mosaic GPU interpreter cannot run",
+    "interpreter-check": "a kernel JAX's Mosaic GPU interpreter stopped",
     "no-gpu": "a question for a GPU asked where there is none",
     "reference": "a reference that does not match the call",
     "usage": "a mistake on the magic line",

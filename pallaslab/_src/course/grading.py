@@ -69,6 +69,13 @@ _EDGE_HINT = (
     "(pl.cdiv) and mask what lies past its end."
 )
 
+_UNWRITTEN_HINT = (
+    "In a Mosaic GPU kernel each CTA (and each warpgroup) writes the part of the output it "
+    "picks: the window of its plgpu.copy_smem_to_gmem or store. Build the window from "
+    "lax.axis_index of the grid axis (and of the warpgroup axis), so that together they "
+    "cover the whole output once."
+)
+
 _PRECISION_HINT = (
     "Your results are close to the reference but outside its tolerance: accumulate in "
     "float32 (preferred_element_type=jnp.float32 on jnp.dot, a float32 accumulator) "
@@ -344,11 +351,37 @@ def _wrong(
         hint = _LEAK_HINTS.get(first.cause, exercise.hint)
     elif races:
         message = races[0].describe()
+    elif unwritten := _unwritten_in_interpreter(failing):
+        message, hint = unwritten, _UNWRITTEN_HINT
     elif len(failing) < len(attempts) and all(_edge_only(a) for a in failing):
         hint = _EDGE_HINT
     elif all(_close(a) for a in failing):
         hint = _PRECISION_HINT
     return Feedback(**base, ok=False, kind="wrong-values", message=message, hint=hint)
+
+
+def _unwritten_in_interpreter(failing: Sequence[_Attempt]) -> str:
+    """What nothing wrote, in a Mosaic GPU kernel run by JAX's interpreter ("" if none).
+
+    The interpreter fills GMEM and SMEM nothing wrote with NaN (a GPU leaves whatever was
+    there): NaN in an output whose reference has none is an element no copy or store
+    reached.
+    """
+    for attempt in failing:
+        comparison = attempt.point.comparison
+        if attempt.result.mode != "mosaic-gpu-interpret" or comparison is None:
+            continue
+        for tile in comparison.tiles:
+            if tile.nan_count and not tile.reference_nonfinite:
+                blocks = int(np.count_nonzero(tile.nonfinite))
+                total = int(tile.nonfinite.size)
+                return (
+                    f"On {attempt.label}: {tile.nan_count:,} elements of "
+                    f"{tile.operand or tile.output} are never written ({blocks} of {total} "
+                    "blocks hold NaN, which JAX's Mosaic GPU interpreter puts where no copy "
+                    "or store of any CTA or warpgroup wrote)."
+                )
+    return ""
 
 
 def _matches(output: Callable[..., Any], attempt: _Attempt) -> bool:

@@ -188,3 +188,24 @@ def memory_space(operand: int, space: str) -> Requirement:
         test,
         f"Give that operand pl.BlockSpec(memory_space=pltpu.{space.upper()}).",
     )
+
+
+def tensor_cores(kinds: Sequence[str] = ("wgmma", "tcgen05")) -> Requirement:
+    """A Mosaic GPU kernel multiplies on the tensor cores (`plgpu.wgmma`, `tcgen05_mma`)."""
+
+    def test(inspection: Inspection) -> str:
+        for kernel in inspection.kernels:
+            try:
+                plan = inspection.plan(kernel.index)
+            except ValueError as error:
+                return f"its products could not be read: {messages.error_text(error)}"
+            if any(mma.kind in kinds for mma in plan.mmas):
+                return ""
+        return "no product in the kernel runs on the tensor cores."
+
+    return Requirement(
+        "tensor-cores",
+        test,
+        "Multiply the shared-memory tiles with plgpu.wgmma(acc, a_smem, b_smem) into a "
+        "plgpu.ACC accumulator: a warpgroup matrix multiply on the tensor cores.",
+    )

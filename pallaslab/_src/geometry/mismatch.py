@@ -17,6 +17,7 @@ import numpy as np
 
 from pallaslab._src.geometry.blocks import block_starts
 from pallaslab._src.records import Operand, TileMismatch
+from pallaslab._src.records.mosaic_gpu import CopyWindows
 
 # (rtol, atol relative to the reference's largest magnitude), by dtype: bf16 keeps 8
 # significant bits, f16 11, f32 24, FP8 e4m3 4 and e5m2 3; integer and boolean
@@ -245,6 +246,71 @@ def locate(
         reference_nonfinite=errors.reference_nonfinite,
         pattern=describe(bad_tiles, tuple(counts.shape)),
         note=" ".join(notes),
+    )
+
+
+def locate_windows(
+    errors: ElementErrors,
+    *,
+    output: str,
+    operand: Operand,
+    windows: CopyWindows,
+    grid: Sequence[int],
+    kernel: str = "",
+    note: str = "",
+) -> TileMismatch | None:
+    """`locate` for a kernel without BlockSpecs: the tiles are the windows its stores write.
+
+    A Mosaic GPU mesh kernel (`plgpu.kernel`) writes its output with copies or stores of
+    windows it picks itself; when they all have one shape and start on multiples of it,
+    that shape tiles the output, and the CTAs whose windows hold a mismatch are the bad
+    programs. None when the windows do not tile the output (the caller falls back).
+
+    Args:
+        errors: The element-wise comparison of the output.
+        output: The output's path among the results.
+        operand: The kernel's output operand.
+        windows: Where that operand's writes land, per CTA and step.
+        grid: The CTAs' grid the windows are laid over.
+        kernel: The kernel's name.
+        note: Something to say about how the output was matched to its kernel.
+    """
+    shape = tuple(int(s) for s in errors.bad.shape)
+    tile = tuple(int(s) for s in windows.sizes)
+    if windows.direction != "write" or len(tile) != len(shape) or not all(tile):
+        return None
+    if len(windows.starts) != len(shape) or math.prod(grid) != windows.starts[0].shape[0]:
+        return None
+    written = windows.lengths[0] > 0
+    for start, length, size in zip(windows.starts, windows.lengths, tile, strict=True):
+        if np.any(length[written] != size) or np.any(start[written] % size):
+            return None
+    counts = per_tile(errors.bad, tile)
+    nonfinite = per_tile(errors.nonfinite, tile)
+    bad_tiles = tuple(tuple(int(v) for v in idx) for idx in np.argwhere(counts > 0))
+    hit = np.zeros(written.shape[0], dtype=bool)
+    for cta, step in np.argwhere(written):
+        index = tuple(
+            int(start[cta, step]) // size for start, size in zip(windows.starts, tile, strict=True)
+        )
+        if all(i < n for i, n in zip(index, counts.shape, strict=True)) and counts[index] > 0:
+            hit[cta] = True
+    return TileMismatch(
+        output=output,
+        shape=shape,
+        tile_shape=tile,
+        counts=counts,
+        nonfinite=nonfinite,
+        bad_tiles=bad_tiles,
+        bad_programs=_sorted(hit.reshape(tuple(grid))),
+        kernel=kernel,
+        operand=operand.label,
+        grid=tuple(grid),
+        nan_count=errors.nan_count,
+        inf_count=errors.inf_count,
+        reference_nonfinite=errors.reference_nonfinite,
+        pattern=describe(bad_tiles, tuple(counts.shape)),
+        note=note,
     )
 
 

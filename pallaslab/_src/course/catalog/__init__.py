@@ -14,6 +14,7 @@ from pallaslab._src.course.catalog import (
     grid,
     masks,
     matmul,
+    mosaic_gpu,
     refs,
     templating,
     tour,
@@ -21,7 +22,7 @@ from pallaslab._src.course.catalog import (
 )
 from pallaslab._src.course.spec import Exercise
 
-_MODULES = (tour, refs, grid, masks, matmul, templating, attention, tpu, debugging)
+_MODULES = (tour, refs, grid, masks, matmul, templating, attention, tpu, debugging, mosaic_gpu)
 
 
 @functools.cache
