@@ -306,6 +306,53 @@ def test_an_out_of_bounds_write_fails_at_its_line():
     assert "The kernel writes" in found.summary and "out of bounds" in found.summary
 
 
+ROWS = 16
+
+
+def stores_a_window_past_the_end(x):
+    def body(x_gmem, o_gmem, x_smem, loaded):
+        cta, wg = lax.axis_index("cta"), lax.axis_index("wg")
+        mine = pl.ds(wg * ROWS, ROWS)
+        window = pl.ds(cta * 2 * ROWS + wg * ROWS, ROWS)
+        plgpu.copy_gmem_to_smem(x_gmem.at[window], x_smem.at[mine], loaded.at[wg])
+        plgpu.barrier_wait(loaded.at[wg])
+        x_smem[mine] = x_smem[mine] * 2
+        plgpu.commit_smem()
+        shifted = pl.ds(cta * 2 * ROWS + wg * ROWS + 8, ROWS)
+        plgpu.copy_smem_to_gmem(x_smem.at[mine], o_gmem.at[shifted])  # 8 rows too far
+        plgpu.wait_smem_to_gmem(0)
+
+    return plgpu.kernel(
+        body,
+        out_type=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(x.shape[0] // (2 * ROWS),),
+        grid_names=("cta",),
+        num_threads=2,
+        thread_name="wg",
+        scratch_types=[
+            plgpu.SMEM((2 * ROWS, x.shape[1]), x.dtype),
+            plgpu.Barrier(num_arrivals=1, num_barriers=2),
+        ],
+    )(x)
+
+
+def test_a_tma_window_past_the_end_is_a_finding_at_its_line():
+    # JAX clamps the dynamic window, so the interpreter runs without a word; the
+    # kernel's plan knows each CTA's window. By hand: CTA 1's second warpgroup stores
+    # rows 1 * 32 + 16 + 8 = 56 .. 71 of a 64-row output.
+    result = pallaslab.inspect(stores_a_window_past_the_end, jnp.ones((64, 128)), chip="H100").run()
+    (found,) = result.out_of_bounds
+    assert (found.cause, found.access, found.ref, found.shape) == (
+        "copy-window",
+        "store",
+        "o_gmem",
+        (64, 128),
+    )
+    assert found.span == ((56, 71), (0, 127)) and found.programs == ((1,),)
+    assert found.location.line == _line_of("# 8 rows too far")
+    assert "TMA unit drops the elements outside" in found.describe()
+
+
 def whole_array_pallas_call(x):
     def kernel(x_ref, o_ref):
         o_ref[...] = x_ref[...] * 3

@@ -24,6 +24,7 @@ from pallaslab._src.core.program import Traced, program_of
 from pallaslab._src.geometry import mismatch
 from pallaslab._src.geometry.mismatch import ElementErrors
 from pallaslab._src.records import Comparison, Operand, TileMismatch
+from pallaslab._src.records.mosaic_gpu import CopyWindows
 
 # Locates one output's mismatches: (output index, element errors) -> per-block record.
 Locator = Callable[[int, ElementErrors], TileMismatch]
@@ -157,7 +158,7 @@ def _locate(
     leaves: Sequence[Any] | None,
 ) -> TileMismatch:
     placed = _placement(traced, tuple(errors.bad.shape), path, writer, leaves)
-    return mismatch.locate(errors, **_arguments(placed))
+    return _located(errors, placed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,6 +175,7 @@ class Placement:
     kernel: str = ""
     prefetch: tuple[np.ndarray, ...] = ()
     note: str = ""
+    windows: CopyWindows | None = None
 
 
 def placements(traced: Traced, leaves: Sequence[Any] | None = None) -> tuple[Placement, ...]:
@@ -196,14 +198,31 @@ def placed_locator(placed: Sequence[Placement]) -> Locator:
     def locate(k: int, errors: ElementErrors) -> TileMismatch:
         if k >= len(placed) or tuple(errors.bad.shape) != _shape_of(placed[k], errors):
             return mismatch.locate(errors, output=f"[{k}]", operand=None)
-        return mismatch.locate(errors, **_arguments(placed[k]))
+        return _located(errors, placed[k])
 
     return locate
 
 
-def _arguments(placed: Placement) -> dict[str, Any]:
+def _located(errors: ElementErrors, placed: Placement) -> TileMismatch:
+    """`mismatch.locate` (or `locate_windows`, for a kernel's store windows) as placed."""
+    if placed.windows is not None and placed.operand is not None:
+        on_windows = mismatch.locate_windows(
+            errors,
+            output=placed.output,
+            operand=placed.operand,
+            windows=placed.windows,
+            grid=placed.grid,
+            kernel=placed.kernel,
+            note=placed.note,
+        )
+        if on_windows is not None:
+            return on_windows
     # Shallow: the operand stays a record (`dataclasses.asdict` would make it a dict).
-    return {field.name: getattr(placed, field.name) for field in dataclasses.fields(placed)}
+    arguments = {f.name: getattr(placed, f.name) for f in dataclasses.fields(placed)}
+    del arguments["windows"]
+    if placed.windows is not None:  # windows that do not tile it: the output, whole
+        arguments.update(grid=(), prefetch=())
+    return mismatch.locate(errors, **arguments)
 
 
 def _shape_of(placed: Placement, errors: ElementErrors) -> tuple[int, ...]:
@@ -245,11 +264,9 @@ def _placement(
     kernel_index, operand = found
     kernel = traced.kernels[kernel_index]
     if mosaic_gpu.copies_are_the_map(kernel):
-        by_windows = _locate_on_windows(
-            traced, errors, path, kernel_index=kernel_index, operand=operand, note=note
-        )
-        if by_windows is not None:
-            return by_windows
+        placed = _window_placement(traced, path, kernel_index, operand, note)
+        if placed is not None:
+            return placed
     prefetch = (
         prefetch_values(program_of(traced), kernel_index, list(leaves) if leaves else None)
         if kernel.num_scalar_prefetch
@@ -258,16 +275,10 @@ def _placement(
     return Placement(path, operand, tuple(kernel.grid), kernel.name, tuple(prefetch), note)
 
 
-def _locate_on_windows(
-    traced: Traced,
-    errors: ElementErrors,
-    path: str,
-    *,
-    kernel_index: int,
-    operand: Operand,
-    note: str,
-) -> TileMismatch | None:
-    """A mesh kernel's mismatches on the windows its writes land on (None: they don't tile)."""
+def _window_placement(
+    traced: Traced, path: str, kernel_index: int, operand: Operand, note: str
+) -> Placement | None:
+    """A mesh kernel's placement on the windows its writes land on (None: none known)."""
     kernel = traced.kernels[kernel_index]
     try:
         plan = mosaic_gpu.kernel_plan(traced, kernel_index)
@@ -278,15 +289,7 @@ def _locate_on_windows(
     found = [w for w in plan.windows if w.operand == index and w.direction == "write"]
     if len(found) != 1 or found[0].unknown:
         return None
-    return mismatch.locate_windows(
-        errors,
-        output=path,
-        operand=operand,
-        windows=found[0],
-        grid=plan.grid,
-        kernel=kernel.name,
-        note=note,
-    )
+    return Placement(path, operand, tuple(plan.grid), kernel.name, note=note, windows=found[0])
 
 
 def _mismatch(problem: str) -> Comparison:

@@ -27,7 +27,7 @@ from pallaslab._src.core.comparison import compare_located
 from pallaslab._src.core.prefetch import kernel_inputs
 from pallaslab._src.core.program import Program, Traced, require_call, require_program
 from pallaslab._src.core.seeded import example_arrays
-from pallaslab._src.records import OutputSummary, RunResult
+from pallaslab._src.records import OutOfBounds, OutputSummary, RunResult
 
 
 def run(
@@ -120,6 +120,12 @@ def run(
     kernels = traced.kernels
     if stopped is not None:
         findings.out_of_bounds.append(gpu_interpreting.out_of_bounds(stopped, kernels))
+    stopped_at = {(o.kernel_index, o.access) for o in findings.out_of_bounds}
+    findings.out_of_bounds.extend(
+        o  # one finding per access: the interpreter's own, where it stopped one
+        for o in _copy_window_overruns(traced, run_sites)
+        if (o.kernel_index, o.access) not in stopped_at
+    )
     with memory.step("summarising its outputs", ran):
         summaries = tuple(
             summarize(spec.path, value)
@@ -175,6 +181,29 @@ def _with_interpreted(
         emulator.plan_for_site(site) if jax_adapter.gpu_interpreted(site) else plan
         for plan, site in zip(plans, run_sites, strict=True)
     ]
+
+
+def _copy_window_overruns(
+    traced: Traced, run_sites: Sequence[jax_adapter.KernelSite]
+) -> list[OutOfBounds]:
+    """Copies of the kernels JAX's Mosaic GPU interpreter ran whose windows overrun.
+
+    The interpreter clamps such a window without a word (JAX's dynamic slices), so
+    they are found from the kernel's plan, where every CTA's window is known.
+    """
+    from pallaslab._src.core import mosaic_gpu  # noqa: PLC0415 - only for such kernels
+    from pallaslab._src.geometry.mosaic_gpu import window_overruns  # noqa: PLC0415
+
+    found: list[OutOfBounds] = []
+    for index, site in enumerate(run_sites):
+        if index >= len(traced.kernels) or not jax_adapter.gpu_interpreted(site):
+            continue
+        try:
+            plan = mosaic_gpu.kernel_plan(traced, index)
+        except ValueError:  # a body pallaslab cannot follow: the run stands unchecked
+            continue
+        found.extend(window_overruns(traced.kernels[index], plan))
+    return found
 
 
 def call_reference(ref: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:

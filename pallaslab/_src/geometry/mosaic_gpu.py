@@ -16,6 +16,7 @@ chip table (`hardware.py`), with NumPy:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 from collections.abc import Sequence
 
@@ -25,7 +26,7 @@ from pallaslab._src.base import words
 from pallaslab._src.geometry.merit import KernelMerit, OperandMerit
 from pallaslab._src.geometry.operand_tiles import OperandTiles
 from pallaslab._src.geometry.tilemap import TileMap
-from pallaslab._src.records import Kernel, hardware
+from pallaslab._src.records import Kernel, OutOfBounds, hardware
 from pallaslab._src.records.mosaic_gpu import MosaicGpuPlan, SmemAllocation, SmemScope
 
 #: Mosaic GPU aligns every scoped SMEM allocation to this many bytes (its lowering's
@@ -351,3 +352,55 @@ def _widest_input(kernel: Kernel) -> str:
 def transforms_text(transforms: Sequence[object]) -> str:
     """Transforms as written, comma separated ("" for none)."""
     return ", ".join(str(getattr(t, "text", t)) for t in transforms)
+
+
+def window_overruns(kernel: Kernel, plan: MosaicGpuPlan) -> list[OutOfBounds]:
+    """Copies whose GMEM window reaches past its operand, in some CTA (one per line).
+
+    JAX clamps a window computed at run time to fit (`pl.ds` on a GMEM ref), so its
+    Mosaic GPU interpreter copies other elements than the kernel asked for; a GPU's
+    TMA unit instead drops (stores) or zero-fills (loads) the elements outside. The
+    results differ, and neither is what the code says.
+    """
+    found: list[OutOfBounds] = []
+    for windows in plan.windows:
+        if windows.operand >= len(kernel.operands) or not windows.starts:
+            continue
+        operand = kernel.operands[windows.operand]
+        if len(operand.shape) != len(windows.starts):
+            continue
+        starts = np.stack([np.asarray(s) for s in windows.starts])  # (dims, CTAs, steps)
+        lengths = np.stack([np.asarray(n) for n in windows.lengths])
+        limits = np.asarray(operand.shape).reshape(-1, 1, 1)
+        made = np.all(lengths > 0, axis=0)
+        outside = made & np.any((starts < 0) | (starts + lengths > limits), axis=0)
+        if not outside.any():
+            continue
+        ctas = sorted({int(c) for c in np.nonzero(outside)[0]})
+        cta, step = (int(v) for v in np.argwhere(outside)[0])
+        kinds = ("tma-load", "load") if windows.direction == "read" else ("tma-store", "store")
+        lines = {
+            c.location for c in plan.copies if c.operand == windows.operand and c.kind in kinds
+        }
+        grid = plan.grid if math.prod(plan.grid) == starts.shape[1] else (starts.shape[1],)
+        found.append(
+            OutOfBounds(
+                kernel=kernel.name,
+                kernel_index=kernel.index,
+                ref=operand.label,
+                access="load" if windows.direction == "read" else "store",
+                cause="copy-window",
+                shape=tuple(int(n) for n in operand.shape),
+                span=tuple(
+                    (
+                        int(starts[d, cta, step]),
+                        int(starts[d, cta, step] + lengths[d, cta, step] - 1),
+                    )
+                    for d in range(starts.shape[0])
+                ),
+                programs=tuple(tuple(int(i) for i in np.unravel_index(c, grid)) for c in ctas[:8]),
+                program_count=len(ctas),
+                location=next(iter(lines)) if len(lines) == 1 else None,
+            )
+        )
+    return found

@@ -247,10 +247,12 @@ class OutOfBounds:
         cause: "clamped-slice": a slice or index computed while the kernel runs
             reaches outside the ref; JAX clamps it to fit, so Pallas' interpreter and
             the emulator read or write other elements than asked, and a GPU or TPU
-            reads or writes out of bounds. "masked-lanes-outside": a masked load or
-            store has lanes enabled outside the ref. "interpreter": JAX's Mosaic GPU
-            interpreter stopped the access (a read then reads NaN; a write stops the
-            run).
+            reads or writes out of bounds. "copy-window": a Mosaic GPU copy's GMEM
+            window (TMA, or a GMEM ref read or written whole) reaches past its array in
+            some CTAs; the interpreter clamps it, a GPU's TMA clips it.
+            "masked-lanes-outside": a masked load or store has lanes enabled outside
+            the ref. "interpreter": JAX's Mosaic GPU interpreter stopped the access (a
+            read then reads NaN; a write stops the run).
         shape: The ref's shape (the block a program sees).
         span: For the first program that does it, per dimension the first and last
             element its (enabled) lanes reach.
@@ -289,6 +291,11 @@ class OutOfBounds:
             "would go out of bounds. Check the pl.ds start (an offset into the block, "
             "not into the array) and its size."
             if self.cause == "clamped-slice"
+            else "JAX clamps a copy's window computed at run time to fit, so JAX's Mosaic GPU "
+            "interpreter copied other elements than the kernel asked for; a GPU's TMA unit "
+            "drops the elements outside (a store) or reads them as zeros (a load). Check "
+            "the window's start and size against the array."
+            if self.cause == "copy-window"
             else "Lanes the mask enables lie outside it: check the mask against the block's size."
         )
         where = f" ({self.location})" if self.location and with_location else ""
