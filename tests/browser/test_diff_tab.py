@@ -86,11 +86,12 @@ def test_each_ir_is_two_aligned_columns_with_changes_marked(diffed):
     tints = [cells.nth(k).evaluate("e => getComputedStyle(e).backgroundColor") for k in (2, 5)]
     assert tints[0] != tints[1] and "rgba(0, 0, 0, 0)" not in tints, tints
     # Source links on both sides: each side's own cell, its line's text on hover.
+    # The first IR is the BlockSpecs section: its rows link to the in_specs line (12).
     linked = ir.locator("tr.pl-diff-row").filter(has=diffed.page.locator(".pl-diff-source")).first
-    expect(linked.locator("td").nth(1)).to_have_text("Cell [2]:8")
-    expect(linked.locator("td").nth(4)).to_have_text("Cell [3]:8")
+    expect(linked.locator("td").nth(1)).to_have_text("Cell [2]:12")
+    expect(linked.locator("td").nth(4)).to_have_text("Cell [3]:12")
     title = linked.locator("td").nth(4).locator(".pl-diff-source").get_attribute("title")
-    assert title == "o_ref[...] = x_ref[...] + y_ref[...]"
+    assert title == "in_specs=[pl.BlockSpec((8, BLOCK), lambda i: (0, i))] * 2,", title
     screenshot(diffed.page, "diff-tab")
     changed.scroll_into_view_if_needed()
     screenshot(diffed.page, "diff-tab-ir")
