@@ -309,6 +309,54 @@ def test_the_sanitizer_checks_a_kernel_in_the_configuration_it_ran_in():
     assert call.agrees is True and call.findings == ()
 
 
+def _count_steps(steps):
+    def kernel(o_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += 1
+
+    return pl.pallas_call(
+        kernel,
+        grid=(steps,),
+        out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+        out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+        interpret=True,
+    )()
+
+
+def _sanitized_races(hardware):
+    checker = sanitizer.Sanitizer(sanitizer.SanitizerOptions(hardware=frozenset(hardware)))
+    checker.install()
+    try:
+        got = _count_steps(4)
+        (call,) = checker.finish()
+    finally:
+        checker.uninstall()
+    # Oracle: the grid run in order (Pallas' interpreter, a TPU) counts its 4 steps.
+    np.testing.assert_array_equal(np.asarray(got), np.full((8, 128), 4.0, np.float32))
+    assert call.status == "checked" and call.agrees is True, call.reason
+    return {(f.kind, f.backend) for f in call.findings}
+
+
+def test_race_rules_follow_the_hardware_the_suite_is_for():
+    # An accumulator revisited along the grid, a kernel that names no backend: legal on
+    # a TPU (one core runs the grid in order), a race on a GPU (programs run at once).
+    assert ("race", "gpu") in _sanitized_races(("gpu", "tpu"))
+    assert _sanitized_races(("tpu",)) == set()
+    assert ("race", "gpu") in _sanitized_races(("gpu",))
+
+
+def test_the_hardware_option_is_parsed():
+    from pallaslab._src import pytest_plugin
+
+    assert pytest_plugin.parse_hardware("TPU") == ("tpu",)
+    assert pytest_plugin.parse_hardware("tpu, gpu") == ("gpu", "tpu")
+    with pytest.raises(pytest.UsageError, match="choose gpu, tpu"):
+        pytest_plugin.parse_hardware("cuda")
+
+
 def test_kernels_without_an_interpreter_keep_jaxs_error_while_observed():
     checker = sanitizer.Sanitizer()
     checker.install()

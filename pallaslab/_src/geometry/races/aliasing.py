@@ -93,7 +93,8 @@ def _write_back_steps(starts: np.ndarray) -> np.ndarray:
     changes = np.ones(starts.shape[0], dtype=bool)
     changes[1:] = np.any(reverse[1:] != reverse[:-1], axis=1)
     last = np.maximum.accumulate(np.where(changes, steps, 0))
-    return (starts.shape[0] - 1 - last)[::-1]
+    written_back: np.ndarray = (starts.shape[0] - 1 - last)[::-1]
+    return written_back
 
 
 def _operand(kernel: Kernel, role: str, index: int) -> Operand | None:
