@@ -357,6 +357,33 @@ def test_the_hardware_option_is_parsed():
         pytest_plugin.parse_hardware("cuda")
 
 
+def test_mosaic_gpu_kernels_in_jaxs_interpreter_are_reached_and_listed_with_the_reason():
+    interpret = pytest.importorskip("jax._src.pallas.mosaic_gpu.interpret.params")
+    plgpu = pytest.importorskip("jax.experimental.pallas.mosaic_gpu")
+
+    def kernel(o_ref):
+        thread = jax.lax.axis_index("x")
+        o_ref[thread] = thread
+
+    threads = plgpu.kernel(
+        kernel,
+        out_type=jax.ShapeDtypeStruct((4,), jnp.int32),
+        num_threads=4,
+        thread_name="x",
+        interpret=interpret.InterpretGPUParams(),
+    )
+    checker = sanitizer.Sanitizer()
+    checker.install()
+    try:
+        got = jax.jit(threads)()
+        calls = checker.finish()
+    finally:
+        checker.uninstall()
+    # Oracle: each of the 4 threads stores its own index (JAX's interpreter ran it).
+    np.testing.assert_array_equal(np.asarray(got), np.arange(4))
+    assert [(c.status, c.reason) for c in calls] == [("refused", decisions.MOSAIC_GPU)]
+
+
 def test_kernels_without_an_interpreter_keep_jaxs_error_while_observed():
     checker = sanitizer.Sanitizer()
     checker.install()
