@@ -227,6 +227,34 @@ def test_a_partly_written_smem_output_is_named_as_such_at_its_store():
     assert leak.location is not None and leak.location.line == store_line
 
 
+def _one_row_per_block(order, x):
+    def kernel(order_ref, x_ref, o_ref):
+        o_ref[pl.ds(0, 1), :] = x_ref[pl.ds(0, 1), :]  # the store: one row of 8
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1,
+            grid=(2,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, order: (order[i], 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i, order: (order[i], 0)),
+        ),
+    )(order, x)
+
+
+def test_a_block_chosen_by_scalar_prefetch_and_partly_stored_is_named_at_its_store():
+    order = jnp.array([1, 0], jnp.int32)
+    (leak,) = pallaslab.inspect(_one_row_per_block, order, jnp.ones((16, 128))).run().leaks
+    # By hand: the blocks (rows 8..15, then 0..7) cover all 16 rows; each program
+    # stores the first row of its block, leaving 7 rows of 128 in each unwritten.
+    assert leak.cause == "never-written"
+    assert leak.elements == 2 * 7 * 128
+    assert "blocks of o_ref cover them, but no program stores them" in leak.detail
+    store_line = _one_row_per_block.__code__.co_firstlineno + 2
+    assert leak.location is not None and leak.location.line == store_line
+
+
 # -- an input aliased to an output, read after another program wrote it ----------------
 
 
