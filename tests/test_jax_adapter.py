@@ -1685,7 +1685,17 @@ class TestObservedShapes:
 
     def test_mpmd_map_lowers_through_its_registered_rule_where_jax_has_it(self):
         mpmd = pytest.importorskip("jax._src.pallas.mpmd")
-        assert hasattr(mpmd, "mpmd_map_p") == hasattr(mpmd, "_mpmd_map_lowering")
+        from jax._src.interpreters import mlir
+
+        from pallaslab._src.core.jax_adapter import execution
+
+        if not hasattr(mpmd, "mpmd_map_p"):
+            pytest.skip("this JAX has no mpmd_map")
+        # JAX's rule is read from its registry (the module's name for it is None) ...
+        assert callable(execution._registered_rule(mpmd.mpmd_map_p))
+        # ... and, once installed, pallaslab's CPU rule wraps it.
+        execution.install_cpu_interpret()
+        assert mpmd.mpmd_map_p in mlir._platform_specific_lowerings["cpu"]
 
     def test_buffered_names_its_revisit_mode_where_jax_has_one(self):
         from pallaslab._src.core.jax_adapter.kernels import convert

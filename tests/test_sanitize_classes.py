@@ -227,6 +227,34 @@ def test_a_partly_written_smem_output_is_named_as_such_at_its_store():
     assert leak.location is not None and leak.location.line == store_line
 
 
+def _one_row_per_block(order, x):
+    def kernel(order_ref, x_ref, o_ref):
+        o_ref[pl.ds(0, 1), :] = x_ref[pl.ds(0, 1), :]  # the store: one row of 8
+
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32),
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1,
+            grid=(2,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, order: (order[i], 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i, order: (order[i], 0)),
+        ),
+    )(order, x)
+
+
+def test_a_block_chosen_by_scalar_prefetch_and_partly_stored_is_named_at_its_store():
+    order = jnp.array([1, 0], jnp.int32)
+    (leak,) = pallaslab.inspect(_one_row_per_block, order, jnp.ones((16, 128))).run().leaks
+    # By hand: the blocks (rows 8..15, then 0..7) cover all 16 rows; each program
+    # stores the first row of its block, leaving 7 rows of 128 in each unwritten.
+    assert leak.cause == "never-written"
+    assert leak.elements == 2 * 7 * 128
+    assert "blocks of o_ref cover them, but no program stores them" in leak.detail
+    store_line = _one_row_per_block.__code__.co_firstlineno + 2
+    assert leak.location is not None and leak.location.line == store_line
+
+
 # -- an input aliased to an output, read after another program wrote it ----------------
 
 
@@ -277,6 +305,34 @@ def test_an_aliased_input_the_body_never_reads_is_no_hazard():
     assert inspection.races(0, "tpu") == [] and inspection.races(0, "gpu") == []
 
 
+def _accumulate_in_place(x, steps, interpret=False):
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1
+
+    whole = pl.BlockSpec(x.shape, lambda i: (0, 0))
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct.like(x),
+        grid=(steps,),
+        in_specs=[whole],
+        out_specs=whole,
+        input_output_aliases={0: 0},
+        interpret=interpret,
+    )(x)
+
+
+def test_an_aliased_block_kept_in_place_is_read_once_on_tpu():
+    x = jnp.arange(8 * 128, dtype=jnp.float32).reshape(8, 128)
+    # Oracle: Pallas' TPU interpreter models the pipeline's copies: the input block,
+    # the same at every step, is copied in once, before the first step wrote anything.
+    modelled = _accumulate_in_place(x, 4, interpret=pltpu.InterpretParams())
+    np.testing.assert_array_equal(np.asarray(modelled), np.asarray(x) + 1)
+    inspection = pallaslab.inspect(lambda x: _accumulate_in_place(x, 4), x)
+    assert [c.kind for c in inspection.races(0, "tpu") if c.kind == "aliased-read"] == []
+    # On a GPU the four programs run at once: each may read another's result.
+    assert "aliased-read" in {c.kind for c in inspection.races(0, "gpu")}
+
+
 # -- the sanitizer: the test's configuration, the TPU interpreter's settings -------------
 
 
@@ -301,6 +357,81 @@ def test_the_sanitizer_checks_a_kernel_in_the_configuration_it_ran_in():
         checker.uninstall()
     assert call.status == "checked", call.reason
     assert call.agrees is True and call.findings == ()
+
+
+def _count_steps(steps):
+    def kernel(o_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += 1
+
+    return pl.pallas_call(
+        kernel,
+        grid=(steps,),
+        out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+        out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+        interpret=True,
+    )()
+
+
+def _sanitized_races(hardware):
+    checker = sanitizer.Sanitizer(sanitizer.SanitizerOptions(hardware=frozenset(hardware)))
+    checker.install()
+    try:
+        got = _count_steps(4)
+        (call,) = checker.finish()
+    finally:
+        checker.uninstall()
+    # Oracle: the grid run in order (Pallas' interpreter, a TPU) counts its 4 steps.
+    np.testing.assert_array_equal(np.asarray(got), np.full((8, 128), 4.0, np.float32))
+    assert call.status == "checked" and call.agrees is True, call.reason
+    return {(f.kind, f.backend) for f in call.findings}
+
+
+def test_race_rules_follow_the_hardware_the_suite_is_for():
+    # An accumulator revisited along the grid, a kernel that names no backend: legal on
+    # a TPU (one core runs the grid in order), a race on a GPU (programs run at once).
+    assert ("race", "gpu") in _sanitized_races(("gpu", "tpu"))
+    assert _sanitized_races(("tpu",)) == set()
+    assert ("race", "gpu") in _sanitized_races(("gpu",))
+
+
+def test_the_hardware_option_is_parsed():
+    from pallaslab._src import pytest_plugin
+
+    assert pytest_plugin.parse_hardware("TPU") == ("tpu",)
+    assert pytest_plugin.parse_hardware("tpu, gpu") == ("gpu", "tpu")
+    with pytest.raises(pytest.UsageError, match="choose gpu, tpu"):
+        pytest_plugin.parse_hardware("cuda")
+
+
+def test_mosaic_gpu_kernels_in_jaxs_interpreter_are_reached_and_listed_with_the_reason():
+    interpret = pytest.importorskip("jax._src.pallas.mosaic_gpu.interpret.params")
+    plgpu = pytest.importorskip("jax.experimental.pallas.mosaic_gpu")
+
+    def kernel(o_ref):
+        thread = jax.lax.axis_index("x")
+        o_ref[thread] = thread
+
+    threads = plgpu.kernel(
+        kernel,
+        out_type=jax.ShapeDtypeStruct((4,), jnp.int32),
+        num_threads=4,
+        thread_name="x",
+        interpret=interpret.InterpretGPUParams(),
+    )
+    checker = sanitizer.Sanitizer()
+    checker.install()
+    try:
+        got = jax.jit(threads)()
+        calls = checker.finish()
+    finally:
+        checker.uninstall()
+    # Oracle: each of the 4 threads stores its own index (JAX's interpreter ran it).
+    np.testing.assert_array_equal(np.asarray(got), np.arange(4))
+    assert [(c.status, c.reason) for c in calls] == [("refused", decisions.MOSAIC_GPU)]
 
 
 def test_kernels_without_an_interpreter_keep_jaxs_error_while_observed():

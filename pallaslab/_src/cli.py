@@ -357,6 +357,8 @@ def _sanitize(options: argparse.Namespace, pytest_args: Sequence[str]) -> int:
         command.append(f"--pallaslab-report={options.report}")
     if options.max_mib is not None:
         command.append(f"--pallaslab-max-mib={options.max_mib}")
+    if options.hardware:
+        command.append(f"--pallaslab-hardware={options.hardware}")
     command.extend(pytest_args)
     try:
         return subprocess.call(command)
@@ -472,7 +474,8 @@ def parser() -> argparse.ArgumentParser:
         "distinct program (emulated against the test's result; races under GPU and TPU "
         "rules, reads and writes past blocks, uninitialised reads, padding that reaches "
         "an output). Arguments after -- go to pytest; exits with pytest's status.",
-        usage="pallaslab sanitize [--checks CHECKS] [--strict] [--report PATH] -- [PYTEST ARGS]",
+        usage="pallaslab sanitize [--checks CHECKS] [--strict] [--report PATH] "
+        "[--hardware gpu,tpu] -- [PYTEST ARGS]",
     )
     sanitize.add_argument(
         "--checks",
@@ -486,6 +489,11 @@ def parser() -> argparse.ArgumentParser:
     )
     sanitize.add_argument(
         "--max-mib", type=int, help="skip programs whose operands exceed this (default 256)"
+    )
+    sanitize.add_argument(
+        "--hardware",
+        help="the hardware the kernels are for, gpu, tpu or gpu,tpu (default): whose race "
+        "rules apply to a kernel that says neither",
     )
     return root
 

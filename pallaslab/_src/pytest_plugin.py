@@ -6,6 +6,7 @@ Registered with pytest as an entry point (`pytest11`), off unless asked for:
     pytest --pallaslab=races,bounds tests/    # some: races, bounds, uninit, emulate
     pytest --pallaslab --pallaslab-strict     # findings fail the tests that ran the kernels
     pytest --pallaslab --pallaslab-report=pallaslab-report   # .json and .xml (JUnit)
+    pytest --pallaslab --pallaslab-hardware=tpu   # a TPU library: TPU race rules only
 
 Without `--pallaslab` this module only adds the options: it imports nothing of JAX's
 or of pallaslab's core, and observes nothing. With it, the core's `Sanitizer` sees
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 
 CHECKS = ("races", "bounds", "uninit", "emulate")
+HARDWARE = ("gpu", "tpu")
 _PLUGIN_NAME = "pallaslab-sanitizer"
 
 
@@ -60,6 +62,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --pallaslab: programs whose operands and results exceed this are not "
         "checked (default 256)",
     )
+    group.addoption(
+        "--pallaslab-hardware",
+        default="gpu,tpu",
+        metavar="HARDWARE",
+        help="with --pallaslab: the hardware the suite's kernels are for (gpu, tpu or "
+        "gpu,tpu, the default): whose race rules apply to a kernel that says neither "
+        "(TPU params, VMEM, scalar prefetch say TPU; Triton or Mosaic GPU params say GPU)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -77,6 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
             strict=bool(config.getoption("pallaslab_strict")),
             report=config.getoption("pallaslab_report"),
             max_mib=int(config.getoption("pallaslab_max_mib")),
+            hardware=parse_hardware(str(config.getoption("pallaslab_hardware"))),
         ),
         _PLUGIN_NAME,
     )
@@ -102,6 +113,22 @@ def parse_checks(value: str) -> tuple[str, ...] | None:
     return tuple(c for c in CHECKS if c in known)
 
 
+def parse_hardware(value: str) -> tuple[str, ...]:
+    """`tpu` -> ("tpu",); `gpu,tpu` -> both.
+
+    Raises:
+        pytest.UsageError: For an empty list or a word that is neither gpu nor tpu.
+    """
+    words = [w.strip().lower() for w in value.split(",") if w.strip()]
+    unknown = [w for w in words if w not in HARDWARE]
+    if unknown or not words:
+        raise pytest.UsageError(
+            f"--pallaslab-hardware: {', '.join(unknown) or 'nothing given'}; "
+            f"choose gpu, tpu or gpu,tpu"
+        )
+    return tuple(h for h in HARDWARE if h in words)
+
+
 def _give_back_path(config: pytest.Config, value: str) -> None:
     """Puts back a test path `--pallaslab PATH` took as its value."""
     if config.args_source == pytest.Config.ArgsSource.ARGS:
@@ -115,7 +142,13 @@ class SanitizerPlugin:
     """The plugin's hooks while `--pallaslab` is on (pallaslab's core imported here)."""
 
     def __init__(
-        self, checks: tuple[str, ...], *, strict: bool, report: str | None, max_mib: int
+        self,
+        checks: tuple[str, ...],
+        *,
+        strict: bool,
+        report: str | None,
+        max_mib: int,
+        hardware: tuple[str, ...] = HARDWARE,
     ) -> None:
         from pallaslab._src.core import sanitizer  # noqa: PLC0415 - only when asked for
 
@@ -124,7 +157,9 @@ class SanitizerPlugin:
         self.failed: list[str] = []
         self.failures: list[str] = []
         self.sanitizer = sanitizer.Sanitizer(
-            sanitizer.SanitizerOptions(checks=frozenset(checks), max_bytes=max_mib * 2**20)
+            sanitizer.SanitizerOptions(
+                checks=frozenset(checks), max_bytes=max_mib * 2**20, hardware=frozenset(hardware)
+            )
         )
         self.notice = self.sanitizer.install()
 

@@ -19,6 +19,8 @@ from pallaslab._src.records.kernels import SourceLocation
 
 # The checks, by the names `--pallaslab=...` takes.
 CHECKS = ("races", "bounds", "uninit", "emulate")
+# The hardware whose race rules apply to kernels that say neither (`--pallaslab-hardware`).
+HARDWARE = ("gpu", "tpu")
 Status = Literal["checked", "refused", "crashed"]
 # What a finding is: a race between programs that write different values, programs that
 # write the same values to the same elements (benign, wasted work), a load or store

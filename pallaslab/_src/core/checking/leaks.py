@@ -173,7 +173,16 @@ def _find_leaks(
             if cause == "uninitialized-output":
                 stored = _stored_elements(call, plan, operands, position)
             found = _leak_records(
-                call, kernel_index, position, cause, label, m, mask, want, stored=stored
+                call,
+                kernel_index,
+                position,
+                cause,
+                label,
+                m,
+                mask,
+                want,
+                stored=stored,
+                prefetch=operands[: call.num_scalars],
             )
             if site is not None:
                 found = [_at_load(leak, site) for leak in found]
@@ -230,12 +239,14 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
     values: np.ndarray,
     *,
     stored: np.ndarray | None = None,
+    prefetch: Sequence[Any] = (),
 ) -> list[Leak]:
     record = call.record
     k = call.num_inputs + output
     layout = call.layouts[k]
     out_operand = record.operands[call.num_scalars + k]
-    covered = _written_mask(call, k)
+    prefetch = [np.asarray(v) for v in prefetch]
+    covered = _written_mask(call, k, prefetch)
     written = stored if stored is not None else covered
     found = []
     groups: list[tuple[str, np.ndarray]] = [(cause, mask)]
@@ -261,12 +272,13 @@ def _leak_records(  # noqa: PLR0917 - one leak's facts, all needed
                 elements=int(part.sum()),
                 nan_elements=nan,
                 location=_location(call, position, kind, in_blocks=in_blocks),
-                programs=_writers(call, k, tiles[:4]),
+                programs=_writers(call, k, tiles[:4], prefetch),
                 detail=_detail(
                     call,
                     position,
                     kind,
-                    in_blocks=in_blocks and covered is not None and bool((part & covered).all()),
+                    in_blocks=in_blocks and covered is not None and not (part & ~covered).any(),
+                    coverage_known=covered is not None,
                 ),
             )
         )
@@ -296,15 +308,22 @@ def _stored_elements(
     return np.asarray((accesses.last_store >= 0) | (accesses.last_atomic >= 0))
 
 
-def _written_mask(call: adapter.KernelCall, k: int) -> np.ndarray | None:
-    """Elements of output `k` some program's block covers (None if unknown)."""
+def _written_mask(
+    call: adapter.KernelCall, k: int, prefetch: Sequence[np.ndarray] = ()
+) -> np.ndarray | None:
+    """Elements of output `k` some program's block covers (None if unknown).
+
+    An index map that reads scalar prefetch is evaluated with the run's `prefetch`.
+    """
     operand = call.record.operands[call.num_scalars + k]
     index_map = operand.index_map
-    if index_map is None or not index_map.evaluable or index_map.uses_prefetch:
+    if index_map is None or not index_map.evaluable:
+        return None
+    if index_map.uses_prefetch and (not call.num_scalars or len(prefetch) < call.num_scalars):
         return None
     layout = call.layouts[k]
     covered = np.zeros(layout.padded_shape, bool)
-    for start in np.unique(emulator.clamped_starts(call, k), axis=0):
+    for start in np.unique(emulator.clamped_starts(call, k, prefetch), axis=0):
         window = tuple(slice(int(s), int(s) + b) for s, b in zip(start, layout.block, strict=True))
         covered[window] = True
     lows = [lo for lo, _ in layout.padding]
@@ -313,15 +332,20 @@ def _written_mask(call: adapter.KernelCall, k: int) -> np.ndarray | None:
 
 
 def _writers(
-    call: adapter.KernelCall, k: int, tiles: Sequence[tuple[int, ...]]
+    call: adapter.KernelCall,
+    k: int,
+    tiles: Sequence[tuple[int, ...]],
+    prefetch: Sequence[np.ndarray] = (),
 ) -> tuple[tuple[int, ...], ...]:
     operand = call.record.operands[call.num_scalars + k]
     if operand.index_map is None or not operand.index_map.evaluable:
         return ()
-    if operand.index_map.uses_prefetch:
+    if operand.index_map.uses_prefetch and (
+        not call.num_scalars or len(prefetch) < call.num_scalars
+    ):
         return ()
     layout = call.layouts[k]
-    starts = emulator.clamped_starts(call, k)
+    starts = emulator.clamped_starts(call, k, prefetch)
     coords = geometry.program_coordinates(call.grid)
     block = np.asarray(layout.block)
     found: list[tuple[int, ...]] = []
@@ -364,7 +388,14 @@ def _first_access(
     return None
 
 
-def _detail(call: adapter.KernelCall, position: int, cause: str, *, in_blocks: bool = False) -> str:
+def _detail(
+    call: adapter.KernelCall,
+    position: int,
+    cause: str,
+    *,
+    in_blocks: bool = False,
+    coverage_known: bool = True,
+) -> str:
     record = call.record
     operand = record.operands[position]
     if cause == "padding":
@@ -399,6 +430,12 @@ def _detail(call: adapter.KernelCall, position: int, cause: str, *, in_blocks: b
                 "memory). Store every element, or check the grid (pl.cdiv(n, block) "
                 f"programs cover n elements) and the offsets and masks of the stores into "
                 f"{operand.label}."
+            )
+        if not coverage_known:  # which blocks cover them is not known: claim neither
+            return (
+                f"No program stores them, and they keep what the buffer held "
+                f"(uninitialized): store every element of {operand.label}'s blocks, and "
+                "check the grid and the output's index map."
             )
         return (
             f"No program's block of {operand.label} covers them: check the grid and the "

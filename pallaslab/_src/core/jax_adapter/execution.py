@@ -268,7 +268,7 @@ def _install_observed_mpmd_map() -> None:
     """
     mpmd = _optional_module("jax._src.pallas.mpmd")
     primitive = getattr(mpmd, "mpmd_map_p", None)
-    jax_rule = getattr(mpmd, "_mpmd_map_lowering", None)
+    jax_rule = _registered_rule(primitive)
     if primitive is None or jax_rule is None or mlir_module is None:
         return
 
@@ -279,6 +279,19 @@ def _install_observed_mpmd_map() -> None:
         return outputs
 
     mlir_module.register_lowering(primitive, rule, platform="cpu")
+
+
+def _registered_rule(primitive: Any) -> Any:
+    """JAX's own lowering rule of `primitive` for every platform, or None.
+
+    Read from JAX's registry: the module's name for it (`mpmd._mpmd_map_lowering`) is
+    None, since JAX registers it with a decorator that returns nothing.
+    """
+    if primitive is None or mlir_module is None:
+        return None
+    entry = getattr(mlir_module, "_lowerings", {}).get(primitive)
+    rule = getattr(entry, "rule", entry)
+    return rule if callable(rule) else None
 
 
 def _auto_on() -> bool:

@@ -36,19 +36,22 @@ def kernel_checks(checks: Collection[str]) -> frozenset[str]:
     return frozenset(needed)
 
 
-def backends_of(kernel: Kernel, interpreter: str = "") -> tuple[str, ...]:
-    """Whose race rules apply: the kernel's backend's, or both for a kernel for either.
+def backends_of(
+    kernel: Kernel, interpreter: str = "", hardware: Collection[str] = geometry.BACKENDS
+) -> tuple[str, ...]:
+    """Whose race rules apply: the kernel's backend's, or `hardware`'s for one for either.
 
     A kernel with TPU compiler params, run by the TPU interpreter (`interpreter`
     "InterpretParams") or using what only TPUs have (scalar prefetch, VMEM) is held
     to TPU rules; one with Triton or Mosaic GPU params to
-    GPU rules; a kernel without either is written for both, and held to both.
+    GPU rules; a kernel without either is written for any, and held to the rules of
+    the hardware the suite's kernels are for (`--pallaslab-hardware`; both by default).
     """
     if kernel.backend == "mosaic_tpu" or interpreter == "InterpretParams" or _tpu_only(kernel):
         return ("tpu",)
     if kernel.backend in ("triton", "mosaic_gpu"):
         return ("gpu",)
-    return geometry.BACKENDS
+    return tuple(b for b in geometry.BACKENDS if b in hardware)
 
 
 # Memory spaces only a TPU has (SMEM is both a TPU's scalar memory and a GPU's shared

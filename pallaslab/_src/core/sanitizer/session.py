@@ -27,7 +27,7 @@ from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.jax_adapter import observe
 from pallaslab._src.core.sanitizer import decisions
 from pallaslab._src.core.sanitizer.verify import Capture, verify
-from pallaslab._src.records.sanitize import CHECKS, SanitizedCall, SanitizerReport
+from pallaslab._src.records.sanitize import CHECKS, HARDWARE, SanitizedCall, SanitizerReport
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,10 +38,13 @@ class SanitizerOptions:
         checks: A subset of `records.sanitize.CHECKS`.
         max_bytes: Operands and results copied per program, at most; larger programs
             are not checked (their refusal says so).
+        hardware: Whose race rules apply to kernels that say neither GPU nor TPU (a
+            subset of `records.sanitize.HARDWARE`).
     """
 
     checks: frozenset[str] = frozenset(CHECKS)
     max_bytes: int = decisions.DEFAULT_MAX_BYTES
+    hardware: frozenset[str] = frozenset(HARDWARE)
 
 
 class Sanitizer:
@@ -99,7 +102,7 @@ class Sanitizer:
         observe.set_observer(None)  # the checks' own kernels are not the suite's
         try:
             for capture in pending:
-                call = verify(capture, self.options.checks)
+                call = verify(capture, self.options.checks, self.options.hardware)
                 capture.values = None  # checked: the copies go
                 done.append(call)
         finally:

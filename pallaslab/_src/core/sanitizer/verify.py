@@ -23,7 +23,7 @@ from pallaslab._src.core.jax_adapter import emulation as adapter
 from pallaslab._src.core.jax_adapter import observe
 from pallaslab._src.core.sanitizer import decisions
 from pallaslab._src.core.sanitizer import findings as words
-from pallaslab._src.records.sanitize import SanitizedCall, SanitizerFinding
+from pallaslab._src.records.sanitize import HARDWARE, SanitizedCall, SanitizerFinding
 
 
 @dataclasses.dataclass
@@ -47,8 +47,13 @@ class Capture:
     refused: str = ""
 
 
-def verify(capture: Capture, checks: Collection[str]) -> SanitizedCall:
-    """Checks one captured program; never raises (pallaslab's failures are recorded)."""
+def verify(
+    capture: Capture, checks: Collection[str], hardware: Collection[str] = HARDWARE
+) -> SanitizedCall:
+    """Checks one captured program; never raises (pallaslab's failures are recorded).
+
+    `hardware` is whose race rules apply to a kernel that says neither GPU nor TPU.
+    """
     lowered = capture.lowered
     started = time.perf_counter()
     base = SanitizedCall(
@@ -64,7 +69,7 @@ def verify(capture: Capture, checks: Collection[str]) -> SanitizedCall:
         return base
     try:
         with observe.restored_config(capture.config):
-            checked = _verify(capture, base, checks)
+            checked = _verify(capture, base, checks, hardware)
     except Exception as error:  # pallaslab's own failure: recorded, the test untouched
         checked = dataclasses.replace(
             base, status="crashed", reason=f"{messages.one_line(error)}{_where(error)}"
@@ -72,7 +77,9 @@ def verify(capture: Capture, checks: Collection[str]) -> SanitizedCall:
     return dataclasses.replace(checked, seconds=time.perf_counter() - started)
 
 
-def _verify(capture: Capture, base: SanitizedCall, checks: Collection[str]) -> SanitizedCall:
+def _verify(
+    capture: Capture, base: SanitizedCall, checks: Collection[str], hardware: Collection[str]
+) -> SanitizedCall:
     lowered = capture.lowered
     assert capture.values is not None
     count = len(lowered.in_avals)
@@ -98,7 +105,7 @@ def _verify(capture: Capture, base: SanitizedCall, checks: Collection[str]) -> S
         operands,
         checks=kernel_checks,
         backends=words.backends_of(
-            call.record, adapter.interpret_kind(lowered.params.get("interpret"))
+            call.record, adapter.interpret_kind(lowered.params.get("interpret")), hardware
         ),
     )
     if findings.failures:
