@@ -73,6 +73,17 @@ class Program:
     notices: tuple[str, ...] = ()
     weak_args: tuple[weakref.ref[Any] | None, ...] = ()
 
+    @property
+    def lowering_fn(self) -> Callable[..., Any] | None:
+        """`fn` to lower for another platform or chip: traced again, globals pinned.
+
+        Not the replay of `flat_fn`: a replayed jaxpr keeps the trace context it was
+        traced in (a nested `jax.jit` its own abstract mesh), so the abstract GPU or TPU
+        device a cross-platform lowering sets would not reach its kernels (jax 0.11+:
+        "No supported GPU devices found").
+        """
+        return self.retrace_fn or self.flat_fn
+
     def examples(self) -> list[Any]:
         """The example leaves: arrays where still alive, else their shapes and dtypes.
 

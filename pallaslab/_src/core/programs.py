@@ -157,9 +157,9 @@ def lower_for(traced: Traced, platform: str) -> None:
             when this JAX cannot lower for another platform at all).
     """
     program = require_call(traced, "lower it")
-    assert program.flat_fn is not None
+    assert program.lowering_fn is not None
     specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.args]
-    jax_adapter.lower_module(program.flat_fn, specs, platform)
+    jax_adapter.lower_module(program.lowering_fn, specs, platform)
 
 
 def operations_outside_kernels(traced: Traced) -> list[str]:

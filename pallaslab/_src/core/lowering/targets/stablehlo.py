@@ -12,7 +12,7 @@ from pallaslab._src.records.targets import DEFAULT_TPU_CHIP, Target
 
 def lower(lowerer: LoweringContext, target: Target) -> Lowered:
     """The program lowered for the target's platform; on CUDA, Triton when Mosaic GPU fails."""
-    flat_fn = lowerer.program.flat_fn
+    flat_fn = lowerer.program.lowering_fn
     if flat_fn is None:
         raise LoweringFailedError(
             LoweringError(

@@ -151,9 +151,11 @@ def _program_export(
 
     def make() -> jax_adapter.GpuExport | None:
         program = lowerer.program
-        if program.flat_fn is None:
+        if program.lowering_fn is None:
             return None
-        return _export_for_chip(program.flat_fn, lowerer.example_avals(), chip, choices, None)[0]
+        return _export_for_chip(program.lowering_fn, lowerer.example_avals(), chip, choices, None)[
+            0
+        ]
 
     return lowerer.share(("gpu-program-export", chip, choices), make)
 
