@@ -252,3 +252,31 @@ def test_a_magic_cell_keeps_its_kernel_after_a_later_cell(ip):
     shown = "\n".join(line for f in source_tab.payload(inspection)["files"] for line in f["lines"])
     assert "SCALE = 2.0" in shown
     assert jax.default_backend() == "cpu"
+
+
+def test_lowering_for_another_platform_traces_the_program_again():
+    # A replayed jaxpr keeps the trace context it was traced in (a nested jit its own
+    # abstract mesh), so lowerings for another platform or chip trace the function
+    # again, its globals pinned. Oracle: a Python side effect runs only when traced.
+    from jax.experimental import pallas as pl
+
+    from pallaslab._src.core.program import program_of
+
+    traced = []
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    @jax.jit
+    def double(x):
+        traced.append(1)
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    inspection = pallaslab.inspect(double, jnp.ones((8, 128)))
+    program = program_of(inspection)
+    before = len(traced)
+    jax.jit(program.flat_fn).trace(*program.example_args)
+    assert len(traced) == before  # the snapshot replays
+    jax.jit(program.lowering_fn).trace(*program.example_args)
+    assert len(traced) == before + 1  # the lowering function traces again
+    assert inspection.lower("stablehlo:cuda").ok
