@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 from pathlib import Path
 
 import jax
@@ -605,7 +606,7 @@ class TestLoweringShapes:
     def test_mosaic_gpu_custom_call_carries_a_serialized_module(self):
         from jax._src.lib.mlir import ir
 
-        case = corpus.blocked_add()
+        case = _mosaic_gpu_case()
         ((target, attributes),) = _custom_calls(case.fn, case.args, "cuda", mosaic_gpu=True)
         assert target == "mosaic_gpu_v2"
         config = attributes["mhlo.backend_config"]
@@ -644,7 +645,7 @@ class TestLoweringShapes:
 
         for case, platform, kwargs, backend, needle in (
             (corpus.seed_matmul(), "cuda", {}, "triton", "tt.dot"),
-            (corpus.blocked_add(), "cuda", {"mosaic_gpu": True}, "mosaic_gpu", "gpu.launch"),
+            (_mosaic_gpu_case(), "cuda", {"mosaic_gpu": True}, "mosaic_gpu", "gpu.launch"),
             (corpus.kacc_matmul(), "tpu", {"tpu_generation": "v4"}, "mosaic_tpu", "tpu.matmul"),
         ):
             site = program_of(pallaslab.inspect(case.fn, *case.args)).sites[0]
@@ -681,7 +682,11 @@ class TestLoweringShapes:
         case = corpus.blocked_add()
         site = program_of(pallaslab.inspect(case.fn, *case.args)).sites[0]
         assert site.params.get("compiler_params") is None
-        for mosaic_gpu, backend in ((True, "mosaic_gpu"), (False, "triton")):
+        backends = ((True, "mosaic_gpu"), (False, "triton"))
+        if notice := jax_adapter.mosaic_gpu_pallas_call_notice():  # jax 0.12: Triton only
+            assert "plgpu.kernel" in notice
+            backends = ((False, "triton"),)
+        for mosaic_gpu, backend in backends:
             module = lowering.lower_module(
                 lowering.kernel_function(site),
                 lowering.kernel_avals(site),
@@ -1747,3 +1752,20 @@ def _sized_double(x, n):
         in_specs=[spec],
         out_specs=spec,
     )(x)
+
+
+def _mosaic_gpu_case() -> types.SimpleNamespace:
+    """A Mosaic GPU kernel in the form this JAX lowers: a pallas_call up to jax 0.11,
+    else (0.12 lowers pallas_calls for GPUs with Triton only) a plgpu.kernel."""
+    if not jax_adapter.mosaic_gpu_pallas_call_notice():
+        case = corpus.blocked_add()
+        return types.SimpleNamespace(fn=case.fn, args=case.args)
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    def body(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1.0
+
+    def add_one(x):
+        return plgpu.kernel(body, out_type=corpus.f32(256), grid=(2,), grid_names=("x",))(x)
+
+    return types.SimpleNamespace(fn=add_one, args=(corpus.f32(256),))

@@ -29,6 +29,7 @@ from jax.experimental.pallas.ops.tpu import matmul as tpu_matmul
 
 import pallaslab
 from pallaslab._src.base import sources
+from pallaslab._src.core import jax_adapter
 from pallaslab._src.core.lowering import occupancy, sourcemap, tpu_compile, tpu_rules
 from pallaslab._src.core.program import program_of
 from pallaslab._src.records import hardware, targets
@@ -377,6 +378,9 @@ def test_mosaic_gpu_module(vector_add):
     case = corpus.blocked_add()
     inspection = pallaslab.inspect(case.fn, *case.args)
     lowered = inspection.lower("mosaic-gpu")
+    if notice := jax_adapter.mosaic_gpu_pallas_call_notice():  # jax 0.12: Triton only
+        assert lowered.error.kind == "unavailable" and lowered.error.message == notice
+        return
     assert lowered.ok and "gpu.launch" in lowered.text and "nvvm" in lowered.text
     assert "PTX" in " ".join(lowered.notes)  # says why PTX is out of reach
     kernel = inspection.kernels[0]
@@ -589,6 +593,11 @@ def test_corpus_kernels_lower_for_their_targets(make):
     for kernel in inspection.kernels:
         for target in CORPUS_TARGETS[case.name]:
             lowered = inspection.lower(target, kernel.index)
+            if target == "mosaic-gpu" and jax_adapter.mosaic_gpu_pallas_call_notice():
+                # jax 0.12 lowers pallas_calls for GPUs with Triton only: said as such.
+                assert lowered.error.kind == "unavailable", lowered.error
+                assert "plgpu.kernel" in lowered.error.message
+                continue
             assert lowered.ok, (target, lowered.error)
             assert lowered.text and lowered.source_map, target
             mapped_files = {f for _, f, _ in lowered.source_map}

@@ -152,6 +152,9 @@ from pallaslab._src.core.jax_adapter.outputs import output_writers as output_wri
 from pallaslab._src.core.jax_adapter.probes import CALL_PRIMITIVES as CALL_PRIMITIVES
 from pallaslab._src.core.jax_adapter.probes import MESH_KERNELS as MESH_KERNELS
 from pallaslab._src.core.jax_adapter.probes import feature_notice as feature_notice
+from pallaslab._src.core.jax_adapter.probes import (
+    mosaic_gpu_pallas_call_notice as mosaic_gpu_pallas_call_notice,
+)
 from pallaslab._src.core.jax_adapter.probes import triton_deprecation as triton_deprecation
 from pallaslab._src.core.jax_adapter.replay import replay_function as replay_function
 from pallaslab._src.core.jax_adapter.replay import same_avals as same_avals

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,35 @@ FEATURES: dict[str, tuple[bool, str]] = {
         ),
     )
 }
+
+
+def mosaic_gpu_pallas_call_notice() -> str:
+    """One sentence when this JAX cannot lower a `pallas_call` with Mosaic GPU ("" when it can).
+
+    From jax 0.12, `pallas_call` lowers for GPUs through a rule per compiler-params
+    type, and Mosaic GPU registers none: its kernels are `plgpu.kernel` / `pl.kernel`.
+    """
+    try:
+        from jax._src.pallas import core as pallas_core  # noqa: PLC0415 - probed
+    except ImportError:  # pragma: no cover
+        return ""
+    get_rule = getattr(pallas_core, "get_lowering_rule", None)
+    if get_rule is None:  # older JAX: one GPU lowering that switches on the params
+        return ""
+    try:
+        importlib.import_module("jax._src.pallas.mosaic_gpu.pallas_call_registration")
+        from jax._src.pallas.mosaic_gpu import core as mosaic_gpu_core  # noqa: PLC0415
+
+        rule = get_rule(mosaic_gpu_core.CompilerParams, "gpu")
+    except Exception:
+        rule = None
+    if rule is not None:
+        return ""
+    return (
+        f"jax {jax.__version__} lowers a pallas_call for GPUs with Pallas' Triton backend "
+        "only: Mosaic GPU kernels are written with plgpu.kernel (or pl.kernel on a "
+        "plgpu.Mesh), whose lowering this target shows."
+    )
 
 
 def triton_deprecation() -> str:

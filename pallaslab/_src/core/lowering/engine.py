@@ -130,6 +130,12 @@ class Lowerer(LoweringContext):
         assert kernel is not None
         if kernel.kind != "pallas_call":
             check_mesh_target(kernel, target)
+        if (
+            target.kind == "mosaic-gpu"
+            and kernel.kind == "pallas_call"
+            and (removed := jax_adapter.mosaic_gpu_pallas_call_notice())
+        ):
+            raise LoweringFailedError(LoweringError(removed, kind="unavailable"))
         if target.kind == "triton" and (notice := jax_adapter.feature_notice("triton-lowering")):
             raise LoweringFailedError(
                 LoweringError(
