@@ -1382,7 +1382,7 @@ class TestVersionShapes:
         modules = []
         for case, platform, kwargs, backend in (
             (corpus.seed_matmul(), "cuda", {}, "triton"),
-            (corpus.blocked_add(), "cuda", {"mosaic_gpu": True}, "mosaic_gpu"),
+            (_mosaic_gpu_case(), "cuda", {"mosaic_gpu": True}, "mosaic_gpu"),
             (corpus.kacc_matmul(), "tpu", {"tpu_generation": "v5e"}, "mosaic_tpu"),
         ):
             site = program_of(pallaslab.inspect(case.fn, *case.args)).sites[0]

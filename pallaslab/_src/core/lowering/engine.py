@@ -133,6 +133,7 @@ class Lowerer(LoweringContext):
         if (
             target.kind == "mosaic-gpu"
             and kernel.kind == "pallas_call"
+            and kernel.backend != "triton"  # a Triton kernel is told why not, as before
             and (removed := jax_adapter.mosaic_gpu_pallas_call_notice())
         ):
             raise LoweringFailedError(LoweringError(removed, kind="unavailable"))
