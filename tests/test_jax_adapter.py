@@ -1645,9 +1645,13 @@ class TestVersionNotices:
             warnings.warn("old API", DeprecationWarning, stacklevel=1)
             warnings.warn("old API", DeprecationWarning, stacklevel=1)
         assert notices == [f"jax {jax.__version__}: old API"]
-        # Both 0.10 and 0.11 deprecate pl.pallas_call for Mosaic GPU (0.11 also Triton).
+        # Both 0.10 and 0.11 deprecate pl.pallas_call for Mosaic GPU (0.11 also Triton);
+        # 0.12 removed it: the target says so instead.
         case = corpus.blocked_add()
         lowered = pallaslab.inspect(case.fn, *case.args).lower("mosaic-gpu")
+        if notice := jax_adapter.mosaic_gpu_pallas_call_notice():
+            assert lowered.error is not None and lowered.error.message == notice
+            return
         assert any("pallas_call" in note and "deprecated" in note for note in lowered.notes)
 
 
