@@ -273,10 +273,28 @@ def _in_callback(frame: FrameType | None) -> bool:
     return False
 
 
+#: How often a wait for a computation looks up (and lets the main thread take a SIGINT).
+POLL_SECONDS = 0.02
+
+
+def ready(tree: Any) -> Any:
+    """`jax.block_until_ready`, waiting where the main thread can take an interrupt.
+
+    On a CPU, XLA may run a computation on a thread of its own, and its host callbacks
+    (the loops' questions) there too: a main thread blocked inside XLA would never run
+    Python's SIGINT handler, so the interrupt would wait for a loop that only the
+    interrupt can stop. Polling keeps the main thread in Python.
+    """
+    arrays = [x for x in jax.tree_util.tree_leaves(tree) if callable(getattr(x, "is_ready", None))]
+    while not all(x.is_ready() for x in arrays):
+        time.sleep(POLL_SECONDS)
+    return jax.block_until_ready(tree)
+
+
 def _sync() -> None:
     """Waits for the computations started so far (and their callbacks) to end."""
     # XLA runs a device's computations in order: this one ends after them.
-    jax.block_until_ready(jax.numpy.zeros((), jax.numpy.int32) + 1)
+    ready(jax.numpy.zeros((), jax.numpy.int32) + 1)
     jax.effects_barrier()
 
 

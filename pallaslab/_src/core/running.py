@@ -160,7 +160,7 @@ def _execute(
         traced = jax.jit(program.flat_fn, **tracing.run_options()).trace(*leaves)
         # Compiled by what the program is: an unchanged cell run again skips XLA.
         compiled = compile_cache.compile_traced(traced, leaves)
-        outputs = jax.block_until_ready(compiled(*leaves))
+        outputs = run_budget.ready(compiled(*leaves))  # interruptible while it runs
     return outputs, jax_adapter.find_kernel_sites(traced.jaxpr)
 
 
