@@ -176,6 +176,7 @@ class Placement:
     prefetch: tuple[np.ndarray, ...] = ()
     note: str = ""
     windows: CopyWindows | None = None
+    window_grid: tuple[int, ...] = ()
 
 
 def placements(traced: Traced, leaves: Sequence[Any] | None = None) -> tuple[Placement, ...]:
@@ -211,7 +212,7 @@ def _located(errors: ElementErrors, placed: Placement) -> TileMismatch:
             output=placed.output,
             operand=placed.operand,
             windows=placed.windows,
-            grid=placed.grid,
+            grid=placed.window_grid,
             kernel=placed.kernel,
             note=placed.note,
         )
@@ -219,10 +220,8 @@ def _located(errors: ElementErrors, placed: Placement) -> TileMismatch:
             return on_windows
     # Shallow: the operand stays a record (`dataclasses.asdict` would make it a dict).
     arguments = {f.name: getattr(placed, f.name) for f in dataclasses.fields(placed)}
-    del arguments["windows"]
-    if placed.windows is not None:  # windows that do not tile it: the output, whole
-        arguments.update(grid=(), prefetch=())
-    return mismatch.locate(errors, **arguments)
+    del arguments["windows"], arguments["window_grid"]
+    return mismatch.locate(errors, **arguments)  # no windows, or they do not tile it
 
 
 def _shape_of(placed: Placement, errors: ElementErrors) -> tuple[int, ...]:
@@ -289,7 +288,15 @@ def _window_placement(
     found = [w for w in plan.windows if w.operand == index and w.direction == "write"]
     if len(found) != 1 or found[0].unknown:
         return None
-    return Placement(path, operand, tuple(plan.grid), kernel.name, note=note, windows=found[0])
+    return Placement(
+        path,
+        operand,
+        tuple(kernel.grid),
+        kernel.name,
+        note=note,
+        windows=found[0],
+        window_grid=tuple(plan.grid),
+    )
 
 
 def _mismatch(problem: str) -> Comparison:
