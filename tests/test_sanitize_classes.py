@@ -407,7 +407,7 @@ def test_the_hardware_option_is_parsed():
         pytest_plugin.parse_hardware("cuda")
 
 
-def test_mosaic_gpu_kernels_in_jaxs_interpreter_are_reached_and_listed_with_the_reason():
+def test_mosaic_gpu_kernels_in_jaxs_interpreter_are_reached_and_checked_there():
     interpret = pytest.importorskip("jax._src.pallas.mosaic_gpu.interpret.params")
     plgpu = pytest.importorskip("jax.experimental.pallas.mosaic_gpu")
 
@@ -431,7 +431,9 @@ def test_mosaic_gpu_kernels_in_jaxs_interpreter_are_reached_and_listed_with_the_
         checker.uninstall()
     # Oracle: each of the 4 threads stores its own index (JAX's interpreter ran it).
     np.testing.assert_array_equal(np.asarray(got), np.arange(4))
-    assert [(c.status, c.reason) for c in calls] == [("refused", decisions.MOSAIC_GPU)]
+    (call,) = calls
+    assert (call.status, call.agrees, call.findings) == ("checked", True, ())
+    assert "checked in JAX's Mosaic GPU interpreter" in call.notes[0]
 
 
 def test_kernels_without_an_interpreter_keep_jaxs_error_while_observed():

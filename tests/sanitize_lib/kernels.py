@@ -7,10 +7,19 @@ the line numbers up by that mark, so the file can change).
 from __future__ import annotations
 
 import functools
+import importlib
 
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+from jax.experimental.pallas import tpu as pltpu
+
+# Public from jax 0.12; before, only in the interpreter's own module.
+InterpretGPUParams = (
+    getattr(plgpu, "InterpretGPUParams", None)
+    or importlib.import_module("jax._src.pallas.mosaic_gpu.interpret.params").InterpretGPUParams
+)
 
 BLOCK = 32
 
@@ -148,3 +157,64 @@ def doubled_dynamic_grid(x, n):
 
 def _double_kernel(x_ref, o_ref):
     o_ref[...] = x_ref[...] * 2.0
+
+
+# -- Kernels pallaslab's emulator does not model: checked in JAX's interpreters ----------
+
+
+def _threads_add_kernel(x_ref, o_ref):
+    thread = jax.lax.axis_index("t")
+    o_ref[thread] = x_ref[thread] + 1
+
+
+def threads_add(x):
+    """Clean (Mosaic GPU): each of 4 threads adds one to its own element."""
+    return plgpu.kernel(
+        _threads_add_kernel,
+        out_type=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        num_threads=4,
+        thread_name="t",
+        interpret=InterpretGPUParams(),
+    )(x)
+
+
+def _threads_race_kernel(x_ref, o_ref, smem_ref):
+    thread = jax.lax.axis_index("t")
+
+    @pl.when(thread == 0)
+    def _():
+        smem_ref[...] = x_ref[...] * 2.0  # marks: thread-race
+
+    @pl.when(thread == 1)
+    def _():
+        o_ref[...] = smem_ref[...]  # no barrier: thread 1 may read before thread 0 wrote
+
+
+def threads_race(x):
+    """Races (Mosaic GPU): one thread writes shared memory another reads, unordered."""
+    return plgpu.kernel(
+        _threads_race_kernel,
+        out_type=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        scratch_types=[plgpu.SMEM(x.shape, x.dtype)],
+        num_threads=2,
+        thread_name="t",
+        interpret=InterpretGPUParams(),
+    )(x)
+
+
+def _dma_read_before_wait_kernel(x_hbm, o_ref, x_vmem, semaphore):
+    copy = pltpu.make_async_copy(x_hbm, x_vmem, semaphore)
+    copy.start()  # marks: dma-race
+    o_ref[...] = x_vmem[...] + 1.0  # the copy may still be under way
+    copy.wait()
+
+
+def dma_read_before_wait(x):
+    """Races (TPU DMA): the copy's destination is read before the copy is waited for."""
+    return pl.pallas_call(
+        _dma_read_before_wait_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        scratch_shapes=[pltpu.VMEM(x.shape, x.dtype), pltpu.SemaphoreType.DMA],
+        interpret=pltpu.InterpretParams(dma_execution_mode="eager"),
+    )(x)

@@ -56,3 +56,20 @@ def test_vmapped_race():
 def test_doubled_dynamic_grid():
     x = jnp.arange(32, dtype=jnp.float32)
     np.testing.assert_array_equal(jax.jit(kernels.doubled_dynamic_grid)(x, jnp.int32(4)), 2 * x)
+
+
+def test_threads_add():
+    x = jnp.arange(4, dtype=jnp.float32)
+    np.testing.assert_array_equal(kernels.threads_add(x), x + 1)
+
+
+def test_threads_race():
+    x = jnp.arange(8, dtype=jnp.float32)
+    # The interpreter happened to run thread 0 first, or not: either is what it gives.
+    assert kernels.threads_race(x).shape == (8,)
+
+
+def test_dma_read_before_wait():
+    x = jnp.ones((8, 128), jnp.float32)
+    # Eager DMAs: the copy is done when started, so interpret mode reads it in time.
+    np.testing.assert_array_equal(kernels.dma_read_before_wait(x), x + 1)

@@ -96,6 +96,7 @@ class CompileCache:
         self, max_entries: int = DEFAULT_MAX_ENTRIES, max_bytes: int = DEFAULT_MAX_BYTES
     ) -> None:
         self._entries: collections.OrderedDict[Any, _Entry] = collections.OrderedDict()
+        self._bytes = 0  # the entries' nbytes, summed
         self._lock = threading.Lock()
         self.max_entries = max_entries
         self.max_bytes = max_bytes
@@ -126,16 +127,21 @@ class CompileCache:
             self._compile_seconds += seconds
             if key is not None and self.max_entries > 0:
                 nbytes = held_bytes + _generated_code_bytes(compiled)
+                replaced = self._entries.get(key)
+                self._bytes += nbytes - (replaced.nbytes if replaced is not None else 0)
                 self._entries[key] = _Entry(compiled, nbytes, seconds)
                 self._entries.move_to_end(key)
                 self._evict()
         return compiled
 
     def _evict(self) -> None:
-        total = sum(e.nbytes for e in self._entries.values())
-        while self._entries and (len(self._entries) > self.max_entries or total > self.max_bytes):
+        # Kept as a running total: summing every entry on each insertion made a long
+        # session (a test suite's thousands of programs) quadratic.
+        while self._entries and (
+            len(self._entries) > self.max_entries or self._bytes > self.max_bytes
+        ):
             _, dropped = self._entries.popitem(last=False)
-            total -= dropped.nbytes
+            self._bytes -= dropped.nbytes
             self._evictions += 1
 
     def set_limits(self, max_entries: int | None = None, max_bytes: int | None = None) -> None:
@@ -151,6 +157,7 @@ class CompileCache:
         """Drops every compiled program and zeroes the counters."""
         with self._lock:
             self._entries.clear()
+            self._bytes = 0
             self._hits = self._misses = self._evictions = 0
             self._compile_seconds = self._saved_seconds = 0.0
 

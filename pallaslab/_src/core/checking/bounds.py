@@ -29,6 +29,17 @@ def find_out_of_bounds(
     *,
     kernel_index: int = 0,
 ) -> list[OutOfBounds]:
+    """Loads and stores that reach outside their ref (`bounds_and_outputs`' first part)."""
+    return bounds_and_outputs(call, plan, operands, kernel_index=kernel_index)[0]
+
+
+def bounds_and_outputs(
+    call: adapter.KernelCall,
+    plan: emulator.Plan,
+    operands: Sequence[Any],
+    *,
+    kernel_index: int = 0,
+) -> tuple[list[OutOfBounds], list[np.ndarray] | None]:
     """Loads and stores that reach outside their ref, in any program, per source line.
 
     Runs the instrumented body for every program in one compiled computation (the
@@ -36,28 +47,30 @@ def find_out_of_bounds(
     mask, says whether an enabled lane fell outside its ref, and where it reached.
 
     Returns:
-        One `OutOfBounds` per access site that does it in some program.
+        One `OutOfBounds` per access site that does it in some program; and the
+        kernel's outputs, computed on the way (None when nothing needed watching,
+        so nothing ran): one compile serves the check and the emulated result.
 
     Raises:
         instrument.UnsupportedError: When the body cannot be instrumented.
     """
     if plan.fallback:
-        return []
+        return [], None
     body = call.instrumented
     if body is None:
         raise instrument.UnsupportedError(call.instrumentation_notice)
     watched = [site for site in body.sites if site.dynamic or site.masked]
     if not watched:
-        return []
+        return [], None
     probe = instrument.Probe(flags=True)
 
     def run(*args: Any) -> Any:
-        _, probed = emulator.run_probed(call, plan, args, probe=probe)
+        outputs, probed = emulator.run_probed(call, plan, args, probe=probe)
         assert probed is not None
-        return probed.programs, probed.flags, probed.low, probed.high
+        return outputs, (probed.programs, probed.flags, probed.low, probed.high)
 
     what = ("bounds", emulator.check_key(call, plan))
-    checked = compile_cache.compile_keyed(what, run, operands)(*operands)
+    outputs, checked = compile_cache.compile_keyed(what, run, operands)(*operands)
     programs, flags, low, high = (np.asarray(v) for v in checked)
     order = np.lexsort(programs.T[::-1]) if programs.shape[1] else np.arange(len(programs))
     found = []
@@ -84,7 +97,7 @@ def find_out_of_bounds(
                 location=SourceLocation(site.file, site.line) if site.file else None,
             )
         )
-    return found
+    return found, [np.asarray(o) for o in outputs]
 
 
 def _ref_shape(

@@ -14,7 +14,7 @@ from typing import Any
 
 from pallaslab._src.base import messages
 from pallaslab._src.core import emulator, sharing
-from pallaslab._src.core.checking.bounds import find_out_of_bounds
+from pallaslab._src.core.checking.bounds import bounds_and_outputs
 from pallaslab._src.core.checking.leaks import leaks_and_outputs
 from pallaslab._src.core.checking.races import confirm_races
 from pallaslab._src.core.jax_adapter import emulation as adapter
@@ -93,9 +93,11 @@ def check_kernel(
             found.notices.append(f"{name}: checks failed ({messages.one_line(error)}).")
     if BOUNDS in checks:
         try:
-            found.out_of_bounds.extend(
-                find_out_of_bounds(call, plan, operands, kernel_index=kernel_index)
+            out_of_bounds, outputs = bounds_and_outputs(
+                call, plan, operands, kernel_index=kernel_index
             )
+            found.out_of_bounds.extend(out_of_bounds)
+            found.outputs = found.outputs if found.outputs is not None else outputs
         except Exception as error:
             found.failures.append(("the out-of-bounds check", error))
             found.notices.append(

@@ -5,6 +5,9 @@ The tiles (block indices) a difference lies in, and a ref's label for the record
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -27,6 +30,29 @@ def is_inexact(dtype: np.dtype) -> bool:
 def is_number(dtype: np.dtype) -> bool:
     """Any numeric dtype (booleans excluded), ml_dtypes' too."""
     return bool(jnp.issubdtype(dtype, jnp.number))
+
+
+def agreement(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> tuple[bool, float]:
+    """Whether outputs are equal bit for bit (NaN equals NaN); the largest difference.
+
+    The difference is inf where shapes or dtypes differ or NaN or Inf is on one side
+    only; for non-numbers, the count of differing elements.
+    """
+    agrees, worst = True, 0.0
+    for got_output, wanted in zip(got, want, strict=True):
+        a, b = np.asarray(got_output), np.asarray(wanted)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False, math.inf
+        mask = differs(a, b)
+        if not mask.any():
+            continue
+        agrees = False
+        if is_number(b.dtype):
+            diff = np.abs(a[mask].astype(np.float64) - b[mask].astype(np.float64))
+            worst = max(worst, math.inf if not np.isfinite(diff).all() else float(diff.max()))
+        else:
+            worst = max(worst, float(mask.sum()))
+    return agrees, worst
 
 
 def tiles_of(mask: np.ndarray, layout: adapter.BlockLayout) -> list[tuple[int, ...]]:

@@ -433,6 +433,7 @@ def interpreter_out_of_bounds(error: BaseException) -> OutOfBoundsAccess | None:
     The access as the interpreter raised it (kept from its log or its thread), whose
     cause names the kernel's line; else as the error's text quotes it.
     """
+    first: OutOfBoundsAccess | None = None
     for candidate in (*_kept_for(error), error):
         seen: BaseException | None = candidate
         for _ in range(8):
@@ -442,7 +443,7 @@ def interpreter_out_of_bounds(error: BaseException) -> OutOfBoundsAccess | None:
             if found is not None:
                 location = _user_line_of_chain(candidate) or _kernel_line_in_text(str(seen))
                 shape = tuple(int(n) for n in re.findall(r"-?\d+", found.group("shape")))
-                return OutOfBoundsAccess(
+                access = OutOfBoundsAccess(
                     access="load" if found.group("what") == "read" else "store",
                     memory=_memory_name(found.group("key")),
                     span=_span(found.group("range")),
@@ -450,7 +451,15 @@ def interpreter_out_of_bounds(error: BaseException) -> OutOfBoundsAccess | None:
                     location=location,
                     text=found.group(0),
                 )
+                if location is not None:
+                    return access
+                # The same access may be kept again with its kernel line (the
+                # thread's own exception, after the callback's quoted one).
+                first = first or access
+                break
             seen = seen.__cause__ or seen.__context__
+    if first is not None:
+        return first
     if _partial_swap(error):
         return OutOfBoundsAccess("store", "", (), (), None, "an out-of-bounds swap")
     return None

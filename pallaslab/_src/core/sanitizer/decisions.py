@@ -5,11 +5,14 @@ failure): checked by pallaslab's emulator and checks, or not checked, in one sen
 saying why. A kernel the emulator then cannot analyse or run is pallaslab's failure,
 counted as such, never turned into a refusal after the fact.
 
-Kernels run by one of JAX's other interpreters are decided per interpreter in
-`INTERPRETERS`: the TPU interpreter's kernels are plain Pallas kernels the emulator
-models (it runs them in grid order; the TPU interpreter's own choices, such as several
-cores, only reorder what the race checks reorder anyway); the Mosaic GPU interpreter's
-are not checked yet. Checking those is one change: their entry in `INTERPRETERS`.
+Kernels pallaslab's emulator does not model are checked in the interpreter JAX has
+for them (`interpreted.py`): Mosaic GPU kernels (`plgpu.kernel`, GPU meshes, a
+`pallas_call` asking for `InterpretGPUParams`) in JAX's Mosaic GPU interpreter, TPU
+kernels over a mesh, or with DMAs, semaphores or remote copies, in Pallas' TPU
+interpreter; both with their race detectors on. Kernels asking for Pallas' TPU
+interpreter otherwise are plain Pallas kernels the emulator models (it runs them in
+grid order; the TPU interpreter's own choices, such as several cores, only reorder
+what the race checks reorder anyway).
 """
 
 from __future__ import annotations
@@ -18,19 +21,14 @@ import math
 
 import numpy as np
 
-from pallaslab._src.core.jax_adapter import observe
+from pallaslab._src.core.jax_adapter import interpreted, observe
 from pallaslab._src.core.jax_adapter.emulation import interpret_kind
 
-# Kernels run by JAX's Mosaic GPU interpreter (`plgpu.kernel`, GPU meshes, pallas_calls
-# asking for `InterpretGPUParams`).
-MOSAIC_GPU = "run by JAX's Mosaic GPU interpreter; not checked by pallaslab yet"
-
-# Per interpreter (the class name of its params, `interpret=`): None when the emulator
-# checks its kernels, else why they are not checked.
-INTERPRETERS: dict[str, str | None] = {
-    "InterpretParams": None,  # Pallas' TPU interpreter: plain Pallas kernels
-    "InterpretGPUParams": MOSAIC_GPU,
-}
+# The interpreters a kernel may ask for (the class name of its params, `interpret=`).
+INTERPRETERS = ("plain", "InterpretParams", "InterpretGPUParams")
+# Kernels whose compiler params say these backends ("" none) and that the emulator does
+# not run (DMAs, semaphores) are checked in Pallas' TPU interpreter: TPU kernels.
+TPU_INTERPRETED_BACKENDS = ("mosaic_tpu", "")
 
 # Operands and results copied for a check, per program, at most.
 DEFAULT_MAX_BYTES = 256 * 2**20
@@ -39,16 +37,14 @@ DEFAULT_MAX_BYTES = 256 * 2**20
 def refusal(lowered: observe.LoweredKernel, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     """Why pallaslab does not check this kernel ("" when it does), decided beforehand."""
     mesh = observe.lowered_mesh(lowered)
-    if mesh == "mosaic_gpu" or lowered.primitive == "mpmd_map":
-        return MOSAIC_GPU
+    interpreter = interpreted.interpreter_of(lowered)
+    if interpreter and (missing := interpreted.unavailable(interpreter)):
+        return f"not checked: {missing}"
     kind = interpret_kind(lowered.params.get("interpret"))
-    if kind in INTERPRETERS and INTERPRETERS[kind] is not None:
-        return str(INTERPRETERS[kind])
-    if kind and kind not in ("plain", *INTERPRETERS):
+    if kind and kind not in INTERPRETERS:
         return f"run by JAX's {kind} interpreter, which pallaslab does not model"
-    if mesh:
-        where = "a TPU mesh (pl.kernel, pl.core_map)" if mesh == "mosaic_tpu" else "a mesh"
-        return f"a kernel over {where}, run by Pallas' TPU interpreter; not checked by pallaslab"
+    if mesh and not interpreter:
+        return "a kernel over a mesh of neither GPU nor TPU cores; not checked by pallaslab"
     if lowered.unreadable:
         return lowered.unreadable
     size = sum(_nbytes(a) for a in (*lowered.in_avals, *lowered.out_avals))

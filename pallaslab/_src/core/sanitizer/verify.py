@@ -9,7 +9,6 @@ at source lines (`findings.py`).
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -18,11 +17,13 @@ import numpy as np
 
 from pallaslab._src.base import messages
 from pallaslab._src.core import checking, compile_cache, emulator
-from pallaslab._src.core.checking.outputs import differs, is_number
+from pallaslab._src.core.checking.outputs import agreement
 from pallaslab._src.core.jax_adapter import emulation as adapter
+from pallaslab._src.core.jax_adapter import interpreted as interpreted_adapter
 from pallaslab._src.core.jax_adapter import observe
 from pallaslab._src.core.sanitizer import decisions
 from pallaslab._src.core.sanitizer import findings as words
+from pallaslab._src.core.sanitizer.interpreted import verify_interpreted
 from pallaslab._src.records.sanitize import HARDWARE, SanitizedCall, SanitizerFinding
 
 
@@ -82,6 +83,10 @@ def _verify(
 ) -> SanitizedCall:
     lowered = capture.lowered
     assert capture.values is not None
+    interpreter = interpreted_adapter.interpreter_of(lowered)
+    if interpreter == interpreted_adapter.MOSAIC_GPU or observe.lowered_mesh(lowered):
+        # Threads, barriers and copies over a mesh: JAX's interpreter simulates them.
+        return verify_interpreted(lowered, capture.values, base, checks, interpreter)
     count = len(lowered.in_avals)
     operands, results = capture.values[:count], capture.values[count:]
     # The emulator models the kernel, whichever interpreter the test chose for it; a
@@ -94,6 +99,16 @@ def _verify(
     if plan.failure:
         raise RuntimeError(f"the emulator could not analyse it: {plan.failure}")
     if plan.fallback:
+        if call.record.backend in decisions.TPU_INTERPRETED_BACKENDS and not (
+            interpreted_adapter.unavailable(interpreted_adapter.TPU)
+        ):
+            # DMAs, semaphores, remote copies: Pallas' TPU interpreter simulates them.
+            checked = verify_interpreted(
+                lowered, capture.values, base, checks, interpreted_adapter.TPU
+            )
+            return dataclasses.replace(
+                checked, notes=(*checked.notes, f"the emulator does not run it: {plan.fallback}")
+            )
         return dataclasses.replace(base, reason=_sentence(plan.fallback))
     found: list[SanitizerFinding] = []
     agrees: bool | None = None
@@ -113,11 +128,11 @@ def _verify(
         raise RuntimeError(f"{what} failed: {messages.one_line(error)}{_where(error)}")
     unlike = decisions.comparison_refusal(lowered.params)
     if "emulate" in checks and not unlike:
-        # The leak check's first run is the emulated run: one compile less.
+        # The leak or bounds check's run computed the outputs: one compile less.
         emulated = findings.outputs
         if emulated is None:
             emulated = _emulate(call, plan, operands)
-        agrees, worst = _agreement(emulated, results)
+        agrees, worst = agreement(emulated, results)
     found.extend(words.findings_of(call, findings, checks, capture.nodeid))
     if agrees is False:
         found.append(words.disagreement(call, worst, capture.nodeid))
@@ -141,25 +156,6 @@ def _emulate(
     what = ("sanitize", emulator.check_key(call, plan))
     outputs = compile_cache.compile_keyed(what, run, operands)(*operands)
     return [np.asarray(o) for o in outputs]
-
-
-def _agreement(emulated: Sequence[np.ndarray], results: Sequence[np.ndarray]) -> tuple[bool, float]:
-    """Whether the outputs are equal bit for bit (NaN equals NaN); the largest difference."""
-    agrees, worst = True, 0.0
-    for emulated_output, result in zip(emulated, results, strict=True):
-        got, want = np.asarray(emulated_output), np.asarray(result)
-        if got.shape != want.shape or got.dtype != want.dtype:
-            return False, math.inf
-        mask = differs(got, want)
-        if not mask.any():
-            continue
-        agrees = False
-        if is_number(want.dtype):
-            diff = np.abs(got[mask].astype(np.float64) - want[mask].astype(np.float64))
-            worst = max(worst, math.inf if not np.isfinite(diff).all() else float(diff.max()))
-        else:
-            worst = max(worst, float(mask.sum()))
-    return agrees, worst
 
 
 def _sentence(reason: str) -> str:

@@ -1,0 +1,243 @@
+"""`pytest --pallaslab` on kernels its emulator does not model, checked in JAX's interpreters.
+
+Mosaic GPU kernels (`plgpu.kernel`, threads, barriers, SMEM) run in JAX's Mosaic GPU
+interpreter; TPU kernels with DMAs and semaphores, or over a TPU mesh, in Pallas' TPU
+interpreter. The sanitizer runs each again there with the race detector on and with
+fresh memory filled otherwise. Oracles: each kernel's design (written to have one
+problem, or none, on a line this file finds by its `# marks:` comment), JAX's own
+race-detection tests for the same patterns (a DMA read before its wait; threads
+storing to one element), and hand-counted elements for unwritten outputs.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from pallaslab._src.core import sanitizer
+
+plgpu = pytest.importorskip("jax.experimental.pallas.mosaic_gpu")
+gpu_params = pytest.importorskip("jax._src.pallas.mosaic_gpu.interpret.params")
+GPU_INTERPRET = gpu_params.InterpretGPUParams()
+
+
+def _line(function, mark: str) -> int:
+    """The line of `function`'s source marked `# marks: MARK`."""
+    lines, first = inspect.getsourcelines(function)
+    for offset, text in enumerate(lines):
+        if text.rstrip().endswith(f"# marks: {mark}"):
+            return first + offset
+    raise AssertionError(f"no line marked {mark}")
+
+
+def _sanitized(fn, *args, checks=None):
+    options = sanitizer.SanitizerOptions(**({"checks": frozenset(checks)} if checks else {}))
+    checker = sanitizer.Sanitizer(options)
+    checker.install()
+    try:
+        got = jax.jit(fn)(*args)
+        calls = checker.finish()
+    finally:
+        checker.uninstall()
+    (call,) = calls
+    assert call.status == "checked", call.reason
+    return np.asarray(jax.tree_util.tree_leaves(got)[0]), call
+
+
+def _threads(kernel, out_shape=(4,), **kwargs):
+    return plgpu.kernel(
+        kernel,
+        out_type=jax.ShapeDtypeStruct(out_shape, jnp.int32),
+        num_threads=4,
+        thread_name="t",
+        interpret=GPU_INTERPRET,
+        **kwargs,
+    )
+
+
+def _own_index(o_ref):
+    t = jax.lax.axis_index("t")
+    o_ref[t] = t
+
+
+def _one_element(o_ref):
+    t = jax.lax.axis_index("t")
+    o_ref[0] = t  # marks: store
+
+
+def _half_written(o_ref):
+    t = jax.lax.axis_index("t")
+
+    @pl.when(t < 2)
+    def _():
+        o_ref[t] = t
+
+
+def _read_past(x_ref, o_ref):
+    t = jax.lax.axis_index("t")
+    o_ref[t] = x_ref[t + 2]  # marks: read
+
+
+def test_a_clean_mosaic_gpu_kernel_is_checked_and_agrees():
+    got, call = _sanitized(_threads(_own_index))
+    # Oracle: each of the 4 threads stores its own index.
+    np.testing.assert_array_equal(got, np.arange(4))
+    assert call.findings == () and call.agrees is True
+    assert any("Mosaic GPU interpreter" in note for note in call.notes)
+
+
+def test_threads_storing_to_one_element_race_at_the_store():
+    _, call = _sanitized(_threads(_one_element))
+    races = [f for f in call.findings if f.kind == "race"]
+    assert races and {f.backend for f in races} == {"gpu"}
+    assert races[0].location.line == _line(_one_element, "store")
+    assert "race detector" in races[0].message
+    # Elements 1-3 are never written: they change with what fills fresh memory.
+    (unwritten,) = [f for f in call.findings if f.kind == "uninitialized"]
+    assert "of 4 elements of output 0" in unwritten.message
+    assert "race above" in unwritten.message
+
+
+def test_an_output_left_half_unwritten_is_uninitialized():
+    got, call = _sanitized(_threads(_half_written))
+    (finding,) = call.findings
+    # Oracle: threads 0 and 1 store; elements 2 and 3 hold what filled fresh memory.
+    assert finding.kind == "uninitialized"
+    assert "2 of 4 elements of output 0 (the first at (2,))" in finding.message
+    np.testing.assert_array_equal(got[:2], [0, 1])
+    assert call.agrees is True
+
+
+def test_a_read_past_the_input_is_out_of_bounds_and_the_check_goes_on():
+    def read_past(x):
+        kernel = plgpu.kernel(
+            _read_past,
+            out_type=jax.ShapeDtypeStruct((4,), jnp.int32),
+            num_threads=4,
+            thread_name="t",
+            interpret=gpu_params.InterpretGPUParams(out_of_bounds_reads="uninitialized"),
+        )
+        return kernel(x)
+
+    _, call = _sanitized(read_past, jnp.arange(4, dtype=jnp.int32))
+    kinds = {f.kind for f in call.findings}
+    assert "out-of-bounds" in kinds, call.findings
+    finding = next(f for f in call.findings if f.kind == "out-of-bounds")
+    assert finding.check == "bounds"
+    assert finding.location.line == _line(_read_past, "read")
+
+
+def test_threads_ordered_by_a_barrier_do_not_race():
+    x = jnp.arange(128, dtype=jnp.float32)
+
+    @functools.partial(
+        plgpu.kernel,
+        out_type=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        scratch_types={"smem_ref": plgpu.SMEM(x.shape, x.dtype), "barrier_ref": plgpu.Barrier()},
+        num_threads=2,
+        thread_name="t",
+        interpret=GPU_INTERPRET,
+    )
+    def produce_then_consume(x_ref, out_ref, smem_ref, barrier_ref):
+        t = jax.lax.axis_index("t")
+
+        @pl.when(t == 0)
+        def _():
+            smem_ref[...] = x_ref[...] * 2
+            plgpu.barrier_arrive(barrier_ref)
+
+        @pl.when(t == 1)
+        def _():
+            plgpu.barrier_wait(barrier_ref)
+            out_ref[...] = smem_ref[...] + 1
+
+    got, call = _sanitized(produce_then_consume, x)
+    np.testing.assert_array_equal(got, 2 * np.arange(128) + 1)
+    assert call.findings == () and call.agrees is True
+
+
+def test_only_the_checks_asked_for_run():
+    _, call = _sanitized(_threads(_one_element), checks={"bounds"})
+    assert call.findings == () and call.agrees is None
+
+
+# -- TPU kernels with DMAs ------------------------------------------------------------
+
+
+def _copy_then_read(x_ref, o_ref, t_ref, sem):
+    copy = pltpu.make_async_copy(x_ref, t_ref, sem)
+    copy.start()
+    copy.wait()
+    o_ref[...] = t_ref[...] + 1.0
+
+
+def _read_before_wait(x_ref, o_ref, t_ref, sem):
+    copy = pltpu.make_async_copy(x_ref, t_ref, sem)
+    copy.start()  # marks: dma
+    o_ref[...] = t_ref[...] + 1.0  # marks: early read
+    copy.wait()
+
+
+def _dma_call(kernel, x, interpret):
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        scratch_shapes=[pltpu.VMEM(x.shape, x.dtype), pltpu.SemaphoreType.DMA],
+        interpret=interpret,
+    )(x)
+
+
+@pytest.mark.parametrize("interpret", [True, pltpu.InterpretParams()], ids=["plain", "tpu"])
+def test_a_dma_awaited_before_its_read_is_clean(interpret):
+    x = jnp.arange(8 * 128, dtype=jnp.float32).reshape(8, 128)
+    got, call = _sanitized(functools.partial(_dma_call, _copy_then_read, interpret=interpret), x)
+    np.testing.assert_array_equal(got, np.asarray(x) + 1)
+    assert call.findings == () and call.agrees is True
+    assert any("TPU interpreter" in note for note in call.notes)
+    assert any("DMAs" in note for note in call.notes)
+
+
+def test_a_read_before_the_dma_waits_races_with_the_dma():
+    x = jnp.zeros((8, 128), jnp.float32)
+    _, call = _sanitized(
+        functools.partial(_dma_call, _read_before_wait, interpret=pltpu.InterpretParams()), x
+    )
+    (race,) = [f for f in call.findings if f.kind == "race"]
+    lines = {_line(_read_before_wait, "dma"), _line(_read_before_wait, "early read")}
+    assert race.backend == "tpu"
+    assert race.location.line in lines
+    assert f"line {(lines - {race.location.line}).pop()}" in race.message
+    assert "DMA" in race.message
+
+
+def test_a_tpu_core_map_kernel_is_checked_in_the_tpu_interpreter():
+    mesh = pltpu.create_tensorcore_mesh("core", num_cores=1)
+    x = jnp.arange(8 * 128, dtype=jnp.float32).reshape(8, 128)
+
+    def double(x):
+        def body(x_hbm, o_hbm, x_vmem):
+            pltpu.sync_copy(x_hbm, x_vmem)
+            x_vmem[...] = x_vmem[...] * 2
+            pltpu.sync_copy(x_vmem, o_hbm)
+
+        kernel = pl.kernel(
+            body,
+            out_type=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            mesh=mesh,
+            scratch_types=[pltpu.VMEM(x.shape, x.dtype)],
+            interpret=pltpu.InterpretParams(),
+        )
+        return kernel(x)
+
+    got, call = _sanitized(double, x)
+    np.testing.assert_array_equal(got, 2 * np.asarray(x))
+    assert call.findings == () and call.agrees is True
+    assert any("TPU interpreter" in note for note in call.notes)
