@@ -241,3 +241,54 @@ def test_a_tpu_core_map_kernel_is_checked_in_the_tpu_interpreter():
     np.testing.assert_array_equal(got, 2 * np.asarray(x))
     assert call.findings == () and call.agrees is True
     assert any("TPU interpreter" in note for note in call.notes)
+
+
+# -- Checks beside the tests (background) ----------------------------------------------
+
+
+def _last_block_wins(x):
+    return pl.pallas_call(
+        lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] * 2.0),
+        out_shape=jax.ShapeDtypeStruct((8,), x.dtype),
+        grid=(4,),
+        in_specs=[pl.BlockSpec((8,), lambda i: (i,))],
+        out_specs=pl.BlockSpec((8,), lambda i: (0,)),
+        interpret=True,
+    )(x)
+
+
+def _session(background: bool):
+    """A mixed suite's kernels, in order: emulated, Mosaic GPU, TPU DMA, emulated."""
+    checker = sanitizer.Sanitizer(sanitizer.SanitizerOptions(background=background))
+    checker.install()
+    x = jnp.arange(32, dtype=jnp.float32)
+    dma_x = jnp.zeros((8, 128), jnp.float32)
+    try:
+        for test, run in (
+            ("test_race", lambda: _last_block_wins(x)),
+            ("test_threads", lambda: jax.jit(_threads(_one_element))()),
+            ("test_dma", lambda: _dma_call(_read_before_wait, dma_x, pltpu.InterpretParams())),
+            ("test_race_again", lambda: _last_block_wins(x + 1)),
+        ):
+            checker.begin(test)
+            jax.block_until_ready(run())
+            checker.finish()
+        report = checker.report()
+    finally:
+        checker.uninstall()
+    return report
+
+
+def test_checks_beside_the_tests_find_what_checks_after_each_test_find():
+    inline, beside = _session(background=False), _session(background=True)
+    # Oracle: the same session checked test by test on the tests' thread.
+    assert [c.nodeid for c in beside.calls] == [c.nodeid for c in inline.calls]
+    assert [c.nodeid for c in beside.calls] == ["test_race", "test_threads", "test_dma"]
+    for a, b in zip(inline.calls, beside.calls, strict=True):
+        # Racing threads may compute otherwise run to run: their races are compared.
+        assert (a.kernel, a.status) == (b.kernel, b.status)
+        assert {(f.kind, f.location) for f in a.findings if f.kind == "race"} == {
+            (f.kind, f.location) for f in b.findings if f.kind == "race"
+        }
+    # Each kernel's race, whichever thread checked it; the checks' own kernels unseen.
+    assert all(any(f.kind == "race" for f in c.findings) for c in beside.calls)

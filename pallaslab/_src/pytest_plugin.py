@@ -158,7 +158,12 @@ class SanitizerPlugin:
         self.failures: list[str] = []
         self.sanitizer = sanitizer.Sanitizer(
             sanitizer.SanitizerOptions(
-                checks=frozenset(checks), max_bytes=max_mib * 2**20, hardware=frozenset(hardware)
+                checks=frozenset(checks),
+                max_bytes=max_mib * 2**20,
+                hardware=frozenset(hardware),
+                # Strict: findings fail the test that ran the kernel, so it waits for
+                # them; else the checks run beside the next tests.
+                background=not strict,
             )
         )
         self.notice = self.sanitizer.install()
@@ -189,12 +194,14 @@ class SanitizerPlugin:
             )
         return result
 
-    def _finish(self, nodeid: str) -> list[Any]:
+    def _finish(self, nodeid: str, *, last: bool = False) -> list[Any]:
         calls: list[Any] = []
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the checks' warnings are not the test's
                 calls = self.sanitizer.finish()
+                if last:
+                    self.sanitizer.drain()  # the checks still under way
         except Exception as error:  # pallaslab's own failure must not change an outcome
             self.failures.append(f"{nodeid or 'the session'}: {type(error).__name__}: {error}")
         self.sanitizer.begin(nodeid)  # its teardown's kernels are still its own
@@ -202,7 +209,7 @@ class SanitizerPlugin:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The session's summary: totals, per file, findings, refusals, failures."""
-        self._finish("")
+        self._finish("", last=True)
         report = self.sanitizer.report(strict=self.strict, failed=tuple(self.failed))
         terminalreporter.write_sep("=", "pallaslab")
         if self.notice:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -66,6 +67,9 @@ class LoweredKernel:
 # runs, with NumPy arrays), or None. Registered by the core's sanitizer.
 Observer = Callable[[LoweredKernel], Callable[..., None] | None]
 _observer: Observer | None = None
+# Per thread: whether what it lowers is hidden from the observer (the checks' own
+# kernels, lowered while the suite's tests go on in another thread).
+_hidden = threading.local()
 
 
 def set_observer(observer: Observer | None) -> None:
@@ -75,8 +79,19 @@ def set_observer(observer: Observer | None) -> None:
 
 
 def observing() -> bool:
-    """Whether an observer is registered."""
-    return _observer is not None
+    """Whether an observer is registered and this thread's kernels are shown to it."""
+    return _observer is not None and not getattr(_hidden, "on", False)
+
+
+@contextlib.contextmanager
+def unobserved() -> Iterator[None]:
+    """Within the block, kernels this thread lowers are not shown to the observer."""
+    previous = getattr(_hidden, "on", False)
+    _hidden.on = True
+    try:
+        yield
+    finally:
+        _hidden.on = previous
 
 
 def after_lowering(
@@ -93,8 +108,9 @@ def after_lowering(
     Called by pallaslab's lowering rules with the kernel's operands and JAX's own
     lowering of it (`out_nodes`).
     """
-    if _observer is None:
+    if not observing():
         return
+    assert _observer is not None
     in_avals = tuple(ctx.avals_in)
     out_avals = tuple(ctx.avals_out or ())
     parameters = getattr(ctx.module_context, "lowering_parameters", None)

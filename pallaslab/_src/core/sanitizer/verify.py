@@ -32,6 +32,7 @@ class Capture:
     """One distinct kernel program, as lowered, and the values of its first run.
 
     Attributes:
+        index: Its place among the programs a session captured, in the order lowered.
         lowered: The kernel as a lowering rule met it.
         config: JAX's options when it was lowered (`observe.config_snapshot`).
         nodeid: The test that ran it first ("" outside any test).
@@ -40,6 +41,7 @@ class Capture:
         refused: Why it is not checked ("" when it is).
     """
 
+    index: int
     lowered: observe.LoweredKernel
     config: tuple[tuple[str, Any], ...]
     nodeid: str = ""
@@ -48,12 +50,37 @@ class Capture:
     refused: str = ""
 
 
+class NeedsMainThreadError(Exception):
+    """The check must run on the thread that runs the tests (see `verify`)."""
+
+
+def needs_main_thread(lowered: observe.LoweredKernel) -> bool:
+    """Whether checking this kernel runs one of JAX's interpreters (known beforehand).
+
+    JAX's interpreters keep their state in globals (shared memory, race detection):
+    a rerun beside a test that runs the same interpreter would mix the two.
+    """
+    return interpreted_adapter.interpreter_of(lowered) == interpreted_adapter.MOSAIC_GPU or bool(
+        observe.lowered_mesh(lowered)
+    )
+
+
 def verify(
-    capture: Capture, checks: Collection[str], hardware: Collection[str] = HARDWARE
+    capture: Capture,
+    checks: Collection[str],
+    hardware: Collection[str] = HARDWARE,
+    *,
+    on_main_thread: bool = True,
 ) -> SanitizedCall:
     """Checks one captured program; never raises (pallaslab's failures are recorded).
 
     `hardware` is whose race rules apply to a kernel that says neither GPU nor TPU.
+
+    Raises:
+        NeedsMainThreadError: Off the main thread (`on_main_thread=False`), for a check that
+            turns out to need one of JAX's interpreters, or that a warning stopped
+            (the test's warning filters, which may make warnings errors, are global):
+            the caller checks it again on the main thread.
     """
     lowered = capture.lowered
     started = time.perf_counter()
@@ -70,8 +97,12 @@ def verify(
         return base
     try:
         with observe.restored_config(capture.config):
-            checked = _verify(capture, base, checks, hardware)
+            checked = _verify(capture, base, checks, hardware, on_main_thread)
+    except NeedsMainThreadError:
+        raise
     except Exception as error:  # pallaslab's own failure: recorded, the test untouched
+        if not on_main_thread and isinstance(error, Warning):
+            raise NeedsMainThreadError(str(error)) from error
         checked = dataclasses.replace(
             base, status="crashed", reason=f"{messages.one_line(error)}{_where(error)}"
         )
@@ -79,13 +110,19 @@ def verify(
 
 
 def _verify(
-    capture: Capture, base: SanitizedCall, checks: Collection[str], hardware: Collection[str]
+    capture: Capture,
+    base: SanitizedCall,
+    checks: Collection[str],
+    hardware: Collection[str],
+    on_main_thread: bool,
 ) -> SanitizedCall:
     lowered = capture.lowered
     assert capture.values is not None
-    interpreter = interpreted_adapter.interpreter_of(lowered)
-    if interpreter == interpreted_adapter.MOSAIC_GPU or observe.lowered_mesh(lowered):
+    if needs_main_thread(lowered):
+        if not on_main_thread:
+            raise NeedsMainThreadError("JAX's interpreter")
         # Threads, barriers and copies over a mesh: JAX's interpreter simulates them.
+        interpreter = interpreted_adapter.interpreter_of(lowered)
         return verify_interpreted(lowered, capture.values, base, checks, interpreter)
     count = len(lowered.in_avals)
     operands, results = capture.values[:count], capture.values[count:]
@@ -102,6 +139,8 @@ def _verify(
         if call.record.backend in decisions.TPU_INTERPRETED_BACKENDS and not (
             interpreted_adapter.unavailable(interpreted_adapter.TPU)
         ):
+            if not on_main_thread:
+                raise NeedsMainThreadError("Pallas' TPU interpreter")
             # DMAs, semaphores, remote copies: Pallas' TPU interpreter simulates them.
             checked = verify_interpreted(
                 lowered, capture.values, base, checks, interpreted_adapter.TPU
