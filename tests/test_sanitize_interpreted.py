@@ -266,7 +266,7 @@ def _session(background: bool):
     try:
         for test, run in (
             ("test_race", lambda: _last_block_wins(x)),
-            ("test_threads", lambda: jax.jit(_threads(_one_element))()),
+            ("test_threads", jax.jit(_threads(_one_element))),
             ("test_dma", lambda: _dma_call(_read_before_wait, dma_x, pltpu.InterpretParams())),
             ("test_race_again", lambda: _last_block_wins(x + 1)),
         ):
@@ -292,3 +292,35 @@ def test_checks_beside_the_tests_find_what_checks_after_each_test_find():
         }
     # Each kernel's race, whichever thread checked it; the checks' own kernels unseen.
     assert all(any(f.kind == "race" for f in c.findings) for c in beside.calls)
+
+
+# Pallas' TPU interpreter's race reports, in each version's form (its `print` in jax
+# 0.10's race_detection_state.py; its logged warning in 0.12).
+_TPU_RACE_0_10 = """RACE DETECTED
+  read of (0, 0, 103)[(slice(0, 8, None), slice(0, 128, None))] from 0, 0, /k.py:12:4 (body)
+  clock: [1, 0]
+  write of (0, 0, 103)[(slice(0, 8, None), slice(0, 128, None))] from 100, 0 /k.py:11:4 (body)
+  clock: [0, 1]
+"""
+_TPU_RACE_0_12 = """RACE DETECTED
+  write of ('vmem', 103, 0, 0)[()] from (100, 0), /k.py:11:4 (body)
+  clock: <NpVectorClock object at 0x7f>
+  read of ('vmem', 103, 0, 0)[()] from (0, 0), /k.py:12:17 (body)
+  clock: <NpVectorClock object at 0x7f>
+"""
+
+
+@pytest.mark.parametrize("text", [_TPU_RACE_0_10, _TPU_RACE_0_12], ids=["jax-0.10", "jax-0.12"])
+def test_tpu_race_reports_of_each_version_name_the_dma_and_the_core(text):
+    from pallaslab._src.core.jax_adapter.gpu_interpret import parse_races
+    from pallaslab._src.core.sanitizer.interpreted import _race_findings
+    from pallaslab._src.records.sanitize import SanitizedCall
+
+    base = SanitizedCall(
+        kernel="k", primitive="pallas_call", source=None, nodeid="t", status="checked"
+    )
+    (finding,) = _race_findings(parse_races(text), "k", base, "tpu")
+    # The write (the DMA's, at line 11) first, whichever the interpreter printed first.
+    assert (finding.location.file, finding.location.line) == ("/k.py", 11)
+    assert "a write by core 0 of device 100 (or a DMA" in finding.message
+    assert "a read by core 0 at line 12" in finding.message

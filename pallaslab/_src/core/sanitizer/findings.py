@@ -156,14 +156,17 @@ def _output_location(record: Kernel, position: int) -> SourceLocation | None:
     return record.source
 
 
+def difference_words(worst: float) -> str:
+    """How far two runs' outputs are apart, in words."""
+    if worst == float("inf"):
+        return "NaN or Inf on one side only"
+    return f"largest difference {worst:.4g}"
+
+
 def disagreement(call: adapter.KernelCall, worst: float, nodeid: str) -> SanitizerFinding:
     """The emulator's outputs differ from what the test computed."""
     record = call.record
-    size = (
-        "NaN or Inf on one side only"
-        if worst == float("inf")
-        else f"largest difference {worst:.4g}"
-    )
+    size = difference_words(worst)
     return SanitizerFinding(
         kind="disagreement",
         check="emulate",

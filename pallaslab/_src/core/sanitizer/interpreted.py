@@ -17,6 +17,7 @@ running them again there, on the operands the test gave them:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Collection, Sequence
 
 import jax
@@ -26,6 +27,7 @@ from pallaslab._src.core import gpu_interpreting, jax_adapter
 from pallaslab._src.core.checking.outputs import agreement, differs
 from pallaslab._src.core.jax_adapter import interpreted as adapter
 from pallaslab._src.core.jax_adapter import observe
+from pallaslab._src.core.sanitizer.findings import difference_words
 from pallaslab._src.records import InterpreterRace
 from pallaslab._src.records.sanitize import SanitizedCall, SanitizerFinding
 
@@ -195,16 +197,20 @@ def _write_first(race: InterpreterRace) -> InterpreterRace:
 def _tpu_side(thread: str) -> str:
     """Who made an access, as Pallas' TPU interpreter numbers them.
 
-    It reports (device, core); a DMA runs as a device of its own, numbered past the
-    real ones: "thread 0 of device 7" is core 0 of device 7, or a DMA.
+    It reports a device and a core: "thread 0 of device 7" (jax 0.10, as read by
+    `parse_races`) or "(7, 0)" (0.12). A DMA runs as a device of its own, numbered
+    past the real ones.
     """
-    words = thread.split()
-    if len(words) == 2 and words[0] == "thread":
-        return f"core {words[1]}"
-    if len(words) == 5 and words[0] == "thread" and words[2:4] == ["of", "device"]:
-        device = words[4]
-        return f"core {words[1]} of device {device} (or a DMA, numbered as a device)"
-    return thread
+    numbers = [int(n) for n in re.findall(r"\d+", thread)]
+    if thread.startswith("thread") and numbers:
+        core, device = numbers[0], (numbers[1] if len(numbers) > 1 else 0)
+    elif thread.startswith("(") and len(numbers) == 2:
+        device, core = numbers
+    else:
+        return thread
+    if device == 0:
+        return f"core {core}"
+    return f"core {core} of device {device} (or a DMA, numbered as a device)"
 
 
 def _out_of_bounds(
@@ -260,11 +266,7 @@ def _first_index(mask: np.ndarray) -> tuple[int, ...]:
 
 
 def _disagreement(name: str, base: SanitizedCall, worst: float, who: str) -> SanitizerFinding:
-    size = (
-        "NaN or Inf on one side only"
-        if worst == float("inf")
-        else f"largest difference {worst:.4g}"
-    )
+    size = difference_words(worst)
     return SanitizerFinding(
         kind="disagreement",
         check="emulate",
