@@ -324,3 +324,58 @@ def test_tpu_race_reports_of_each_version_name_the_dma_and_the_core(text):
     assert (finding.location.file, finding.location.line) == ("/k.py", 11)
     assert "a write by core 0 of device 100 (or a DMA" in finding.message
     assert "a read by core 0 at line 12" in finding.message
+
+
+def _copy_rows_past_the_end(x_hbm, o_ref, semaphore):
+    rows = x_hbm.at[pl.ds(jnp.int32(4), 8), 1]  # rows 4..11 of 8
+    pltpu.async_copy(rows, o_ref, semaphore).wait()  # marks: dma read
+
+
+def test_a_dma_reading_past_its_source_is_out_of_bounds_and_the_check_goes_on():
+    def run(x):
+        return pl.pallas_call(
+            _copy_rows_past_the_end,
+            out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+            out_specs=pl.BlockSpec(memory_space=pltpu.VMEM),
+            in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+            scratch_shapes=[pltpu.SemaphoreType.DMA],
+            interpret=pltpu.InterpretParams(out_of_bounds_reads="uninitialized"),
+        )(x)
+
+    got, call = _sanitized(run, jnp.zeros((8, 4, 128), jnp.float32))
+    # Oracle: rows 4..7 exist (zeros); rows 8..11 are past the end (NaN, as asked).
+    np.testing.assert_array_equal(got[:4], 0.0)
+    assert np.isnan(got[4:]).all()
+    (finding,) = [f for f in call.findings if f.kind == "out-of-bounds"]
+    assert finding.check == "bounds"
+    assert "reaches elements 4..11 of dimension 0" in finding.message
+    assert "Pallas' TPU interpreter stopped it" in finding.message
+    assert finding.location.line == _line(_copy_rows_past_the_end, "dma read")
+    assert call.agrees is True
+
+
+def _write_into_padding(x_ref, o_ref, s_ref):
+    pltpu.sync_copy(x_ref.at[0], s_ref.at[10])  # row 10 of 10: in a TPU's (16, 128) tiles
+    o_ref[0, :] = s_ref[10, :]
+
+
+def test_padded_buffers_are_checked_on_the_chip_the_test_set():
+    def run(x):
+        return pl.pallas_call(
+            _write_into_padding,
+            out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+            out_specs=pl.BlockSpec(memory_space=pltpu.VMEM),
+            in_specs=[pl.BlockSpec(memory_space=pltpu.VMEM)],
+            scratch_shapes=[pltpu.VMEM((10, 128), jnp.float32)],
+            interpret=pltpu.InterpretParams(buffer_bounds="padded"),
+        )(x)
+
+    chip = jax.sharding.AbstractMesh(
+        (), (), abstract_device=jax.sharding.AbstractDevice("TPU v6e", 1, "tpu")
+    )
+    with jax.sharding.use_abstract_mesh(chip):
+        got, call = _sanitized(run, jnp.zeros((8, 128), jnp.float32))
+    # Oracle (JAX's own test of padded buffers): the write lands in the padding, and
+    # the read of it gives what fills fresh memory.
+    assert np.isnan(got).all()
+    assert not [f for f in call.findings if f.kind == "out-of-bounds"]

@@ -252,7 +252,8 @@ class OutOfBounds:
             some CTAs; the interpreter clamps it, a GPU's TMA clips it.
             "masked-lanes-outside": a masked load or store has lanes enabled outside
             the ref. "interpreter": JAX's Mosaic GPU interpreter stopped the access (a
-            read then reads NaN; a write stops the run).
+            read then reads NaN; a write stops the run); "tpu-interpreter": Pallas'
+            TPU interpreter did.
         shape: The ref's shape (the block a program sees).
         span: For the first program that does it, per dimension the first and last
             element its (enabled) lanes reach.
@@ -299,16 +300,21 @@ class OutOfBounds:
             else "Lanes the mask enables lie outside it: check the mask against the block's size."
         )
         where = f" ({self.location})" if self.location and with_location else ""
-        if self.cause == "interpreter":
+        if self.cause in ("interpreter", "tpu-interpreter"):
             result = (
                 "the elements outside read as NaN in this run"
                 if self.access == "load"
                 else "the run stopped there"
             )
+            who, chip = (
+                ("JAX's Mosaic GPU interpreter", "GPU")
+                if self.cause == "interpreter"
+                else ("Pallas' TPU interpreter", "TPU")
+            )
             return (
                 f"{self.kernel}: a {verb} {self.ref} reaches elements {reach}, outside "
-                f"{self.ref} ({size}): JAX's Mosaic GPU interpreter stopped it ({result}); "
-                f"a GPU would read or write other memory.{where}"
+                f"{self.ref} ({size}): {who} stopped it ({result}); "
+                f"a {chip} would read or write other memory.{where}"
             )
         return (
             f"{self.kernel}: a {verb} {self.ref} reaches elements {reach}, outside "

@@ -227,7 +227,9 @@ _MEMORY = re.compile(r"memory_space_id=(\d+)")
 def _memory_name(key: str) -> str:
     found = _MEMORY.search(key)
     if not found:
-        return ""
+        # Pallas' TPU interpreter's key: "(device core memory buffer)".
+        words = key.strip("()").split()
+        return words[2].rsplit(".", 1)[-1].upper() if len(words) == 4 else ""
     space = _memory_spaces().get(int(found.group(1)))
     return str(getattr(space, "name", space or "")).upper()
 
@@ -410,9 +412,13 @@ class OutOfBoundsAccess:
     text: str
 
 
+# "Out-of-bounds read of HostAllocationKey(...): reading [...] but buffer has shape (4,)"
+# (the Mosaic GPU interpreter); "Out-of-bounds write of (0 0 vmem 5): writing [...] but
+# buffer has shape (10, 128)" (Pallas' TPU interpreter: device, core, memory, buffer).
 _OOB = re.compile(
-    r"Out-of-bounds (?P<what>read|swap|masked swap) of (?P<key>HostAllocationKey\([^)]*\))"
-    r".*?(?:reading|swapping) \[(?P<range>.*)\] but buffer has shape (?P<shape>\([^)]*\))"
+    r"Out-of-bounds (?P<what>read|write|swap|masked swap) of "
+    r"(?P<key>HostAllocationKey\([^)]*\)|\([^)]*\))"
+    r".*?(?:reading|writing|swapping) \[(?P<range>.*)\] but buffer has shape (?P<shape>\([^)]*\))"
 )
 _SLICE = re.compile(r"slice\((-?\d+), (-?\d+)(?:, -?\d+)?\)|(?<![\w(])(-?\d+)(?![\w)])")
 

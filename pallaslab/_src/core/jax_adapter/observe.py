@@ -52,6 +52,9 @@ class LoweredKernel:
             can be serialized).
         unreadable: Why the operands cannot be handed to Python when the program runs
             ("" when they can: plain arrays of NumPy-compatible dtypes).
+        abstract_mesh: The abstract mesh it was lowered under, where one was set
+            (`jax.sharding.use_abstract_mesh`: a TPU interpreter's chip, for its
+            padded buffers); None otherwise.
     """
 
     primitive: str
@@ -61,6 +64,7 @@ class LoweredKernel:
     platform: str
     for_export: bool
     unreadable: str
+    abstract_mesh: Any = None
 
 
 # Given a lowered kernel, a function of its operands and results (called as the program
@@ -122,11 +126,25 @@ def after_lowering(
         platform=platform,
         for_export=bool(getattr(parameters, "for_export", False)),
         unreadable=_unreadable(in_avals + out_avals),
+        abstract_mesh=_abstract_mesh(),
     )
     callback = _observer(lowered)
     if callback is None or lowered.for_export or lowered.unreadable:
         return
     _lower_callback(ctx, callback, in_avals + out_avals, [*in_nodes, *out_nodes])
+
+
+def _abstract_mesh() -> Any:
+    """The abstract mesh set where a kernel is lowered; None when none is set."""
+    get = getattr(jax.sharding, "get_abstract_mesh", None)
+    try:
+        mesh = get() if callable(get) else None
+    except Exception:  # a JAX that answers otherwise: none
+        return None
+    # A mesh of no axes can still name a device (a chip, for TPU tiling).
+    if mesh is None or (getattr(mesh, "empty", True) and mesh.abstract_device is None):
+        return None
+    return mesh
 
 
 def _unreadable(avals: Sequence[Any]) -> str:

@@ -69,7 +69,7 @@ def verify_interpreted(
     if races_on:
         found.extend(_race_findings(first.races, name, base, interpreter))
     if first.stopped is not None and "bounds" in checks:
-        found.append(_out_of_bounds(first.stopped, name, base))
+        found.append(_out_of_bounds(first.stopped, name, base, interpreter))
     if "uninit" in checks:
         second = _run(
             lowered,
@@ -214,14 +214,18 @@ def _tpu_side(thread: str) -> str:
 
 
 def _out_of_bounds(
-    stopped: jax_adapter.OutOfBoundsAccess, name: str, base: SanitizedCall
+    stopped: jax_adapter.OutOfBoundsAccess, name: str, base: SanitizedCall, interpreter: str
 ) -> SanitizerFinding:
-    finding = gpu_interpreting.out_of_bounds(stopped, ())
+    finding = dataclasses.replace(
+        gpu_interpreting.out_of_bounds(stopped, ()),
+        kernel=name,
+        cause="tpu-interpreter" if interpreter == adapter.TPU else "interpreter",
+    )
     return SanitizerFinding(
         kind="out-of-bounds",
         check="bounds",
         kernel=name,
-        message=dataclasses.replace(finding, kernel=name).describe(with_location=False),
+        message=finding.describe(with_location=False),
         location=stopped.location or base.source,
         nodeid=base.nodeid,
     )
