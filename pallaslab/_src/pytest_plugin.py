@@ -12,10 +12,13 @@ Without `--pallaslab` this module only adds the options: it imports nothing of J
 or of pallaslab's core, and observes nothing. With it, the core's `Sanitizer` sees
 every `pallas_call`, `pl.kernel` and `plgpu.kernel` lowered on the CPU (eager, `jit`,
 `vmap`, `grad`), copies each distinct program's operands and results the first time
-it runs, and checks it after the test: the emulator against the test's result, races
-under GPU and TPU rules, loads and stores past their blocks, reads of uninitialised
-memory, padding that reaches an output. Findings name the kernel's source line and the
-test; the session ends with a summary. Outcomes change only with `--pallaslab-strict`.
+it runs, and checks it after the test (beside the next tests, unless strict): the
+emulator against the test's result, races under GPU and TPU rules, loads and stores
+past their blocks, reads of uninitialised memory, padding that reaches an output.
+Kernels the emulator does not model (Mosaic GPU, TPU meshes and DMAs) are run again in
+JAX's own interpreters with their race detectors on. Findings name the kernel's source
+line and the test; the session ends with a summary. Outcomes change only with
+`--pallaslab-strict`.
 """
 
 from __future__ import annotations
