@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 import types
 from pathlib import Path
 
@@ -1444,6 +1445,26 @@ class TestVersionShapes:
         assert "self.cv = threading.Condition()" in pyinspect.getsource(
             shared_memory.Barrier.__init__.__wrapped__
         )
+
+    def test_the_barrier_guard_wakes_its_waiter_to_check_again(self):
+        # A barrier waits in a loop on its phase (JAX's `Barrier.wait`): the guard's
+        # untimed wait must come back after each poll (a spurious wake-up, which
+        # `threading.Condition` allows), never wait again itself, where a notification
+        # that met a timed-out poll would be lost and the barrier hang.
+        from pallaslab._src.core.jax_adapter import gpu_interpret
+
+        condition = gpu_interpret._GivingUpCondition()
+        woke: list[bool] = []
+
+        def wait_unnotified():
+            with condition:
+                woke.append(condition.wait())
+
+        waiter = threading.Thread(target=wait_unnotified, daemon=True)
+        waiter.start()
+        waiter.join(timeout=20 * gpu_interpret._POLL_S)
+        assert not waiter.is_alive(), "an untimed wait never came back to check again"
+        assert woke == [False]
 
     def test_pl_kernel_takes_out_type_and_plgpu_kernel_both_names(self):
         # pl.kernel: out_type / scratch_types in every JAX pallaslab supports; plgpu.kernel

@@ -104,15 +104,22 @@ _guard_installed: list[str] = []
 
 
 class _GivingUpCondition(threading.Condition):
-    """A condition whose untimed wait ends with a kernel thread's failure, if one fails."""
+    """A condition whose untimed wait ends with a kernel thread's failure, if one fails.
+
+    An untimed wait wakes every `_POLL_S` (a spurious wake-up: the barrier's own loop
+    checks its phase again). It must not wait again itself: a notification that
+    comes as a timed wait times out is lost to that waiter (CPython's `Condition`),
+    and a waiter that only waited again would wait forever.
+    """
 
     def wait(self, timeout: float | None = None) -> bool:
         if timeout is not None:
             return super().wait(timeout)
-        while not super().wait(_POLL_S):
-            if _active[0] and _failures:
-                raise _failures[0]
-        return True
+        if super().wait(_POLL_S):
+            return True
+        if _active[0] and _failures:
+            raise _failures[0]
+        return False
 
 
 def _install_guard() -> None:
