@@ -379,3 +379,47 @@ def test_padded_buffers_are_checked_on_the_chip_the_test_set():
     # the read of it gives what fills fresh memory.
     assert np.isnan(got).all()
     assert not [f for f in call.findings if f.kind == "out-of-bounds"]
+
+
+def test_two_cores_copying_through_one_shared_buffer_race():
+    # Both cores of a mesh copy through the one HBM buffer `run_scoped` allocates:
+    # JAX's own test of this pattern expects its race detector to fire. The DMAs of
+    # `sync_copy` carry no source line in jax 0.10: the race is still reported.
+    mesh = pltpu.create_tensorcore_mesh("x", num_cores=2)
+
+    def copy_through_shared(x):
+        def inner(refs):
+            x_ref, z_ref = refs
+
+            @pl.core_map(
+                mesh,
+                interpret=pltpu.InterpretParams(allow_hbm_allocation_in_run_scoped=True),
+            )
+            def _():
+                def body(shared_hbm):
+                    pltpu.sync_copy(x_ref, shared_hbm)
+                    pltpu.sync_copy(shared_hbm, z_ref)
+
+                pl.run_scoped(body, pltpu.HBM(x.shape, x.dtype))
+
+        _, z = pl.run_state(inner)((x, jnp.zeros_like(x)))
+        return z
+
+    _, call = _sanitized(
+        copy_through_shared, jnp.arange(16 * 128, dtype=jnp.int32).reshape(16, 128)
+    )
+    races = [f for f in call.findings if f.kind == "race"]
+    assert races and all(f.backend == "tpu" for f in races), call.findings
+    assert "HBM" in races[0].message
+
+
+def test_race_reports_without_a_source_line_are_races():
+    from pallaslab._src.core.jax_adapter.gpu_interpret import parse_races
+
+    text = (
+        "RACE DETECTED\n  write of ('hbm', 102, 0, 0)[()] from 102, 0, \n  clock: [0 1 3 0]\n"
+        "  read of ('hbm', 102, 0, 0)[()] from 101, 0, \n  clock: [5 0 5 0]\n"
+    )
+    ((write, read),) = parse_races(text)
+    assert (write.access, write.memory, write.location) == ("write", "HBM", None)
+    assert (read.access, read.thread) == ("read", "thread 0 of device 101")

@@ -223,10 +223,12 @@ class GpuRaceAccess:
     function: str = ""
 
 
-# "write of HostAllocationKey(memory_space_id=1, ...)[()] from 0, 1, /x.py:11:4 (body)"
+# "write of HostAllocationKey(memory_space_id=1, ...)[()] from 0, 1, /x.py:11:4 (body)";
+# an access JAX has no user frame for (a DMA of `sync_copy` in jax 0.10) ends at the
+# thread: "write of ('hbm', 102, 0, 0)[()] from 102, 0, ".
 _ACCESS = re.compile(
-    r"(?P<access>read|write) of (?P<key>.*?)(?:\[(?P<range>.*)\])? from (?P<thread>.*?)[,\s]+"
-    r"(?P<file>[^\s,]+?):(?P<line>\d+)(?::\d+)? \((?P<function>[^()]*)\)\s*$"
+    r"(?P<access>read|write) of (?P<key>.*?)(?:\[(?P<range>.*)\])? from (?P<thread>.*?)"
+    r"(?:[,\s]+(?P<file>[^\s,]+?):(?P<line>\d+)(?::\d+)? \((?P<function>[^()]*)\))?[,\s]*$"
 )
 _MEMORY = re.compile(r"memory_space_id=(\d+)")
 
@@ -234,8 +236,12 @@ _MEMORY = re.compile(r"memory_space_id=(\d+)")
 def _memory_name(key: str) -> str:
     found = _MEMORY.search(key)
     if not found:
-        # Pallas' TPU interpreter's key: "(device core memory buffer)".
+        # Pallas' TPU interpreter's keys: "('hbm', 102, 0, 0)" (a race) or
+        # "(0 0 vmem 5)" (an out-of-bounds access: device, core, memory, buffer).
+        named = re.search(r"'(\w+)'", key)
         words = key.strip("()").split()
+        if named is not None:
+            return named.group(1).upper()
         return words[2].rsplit(".", 1)[-1].upper() if len(words) == 4 else ""
     space = _memory_spaces().get(int(found.group(1)))
     return str(getattr(space, "name", space or "")).upper()
@@ -294,8 +300,12 @@ def parse_races(text: str) -> list[tuple[GpuRaceAccess, GpuRaceAccess]]:
                     access=found.group("access"),
                     memory=_memory_name(found.group("key")),
                     thread=_thread_name(found.group("thread")),
-                    location=SourceLocation(found.group("file"), int(found.group("line"))),
-                    function=found.group("function"),
+                    location=(
+                        SourceLocation(found.group("file"), int(found.group("line")))
+                        if found.group("file")
+                        else None
+                    ),
+                    function=found.group("function") or "",
                 )
             )
         if len(accesses) >= 2:
