@@ -3,7 +3,9 @@
 The emulator runs the kernel on the test's operands; its outputs are compared, bit for
 bit, with what the test computed (Pallas' interpreter, as the test asked); then the
 emulator's checks run (`checking.check_kernel`) and what they found becomes findings
-at source lines (`findings.py`).
+at source lines (`findings.py`). A kernel the emulator does not model (Mosaic GPU, a
+mesh, DMAs) is checked in JAX's own interpreter instead (`interpreted.py`), on the
+tests' thread (`needs_main_thread`).
 """
 
 from __future__ import annotations
