@@ -319,7 +319,7 @@ def test_tpu_race_reports_of_each_version_name_the_dma_and_the_core(text):
     base = SanitizedCall(
         kernel="k", primitive="pallas_call", source=None, nodeid="t", status="checked"
     )
-    (finding,) = _race_findings(parse_races(text), "k", base, "tpu")
+    (finding,) = _race_findings(parse_races(text, unit="core"), "k", base, "tpu")
     # The write (the DMA's, at line 11) first, whichever the interpreter printed first.
     assert (finding.location.file, finding.location.line) == ("/k.py", 11)
     assert "a write by core 0 of device 100 (or a DMA" in finding.message

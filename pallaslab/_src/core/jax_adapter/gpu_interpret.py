@@ -267,11 +267,13 @@ def _memory_spaces() -> dict[int, Any]:
 _WARPGROUP = re.compile(r"block_id=(\d+).*?warpgroup_id=(\d+)(?:.*?warp_id=(\d+))?")
 
 
-def _thread_name(text: str) -> str:
+def _thread_name(text: str, unit: str = "thread") -> str:
     """Who made an access, in words.
 
     "thread 1" (jax 0.10's "0, 1": device, thread) or "warpgroup 1 of block 0"
-    (0.12's `Warpgroup(device_id=..., block_id=0, ...)`).
+    (0.12's `Warpgroup(device_id=..., block_id=0, ...)`). Pallas' TPU interpreter
+    reports (device, core), "0, 1" or "(0, 1)": with `unit="core"`, "core 1"; it
+    numbers each DMA as a device of its own, past the real ones.
     """
     text = text.strip(" ,")
     found = _WARPGROUP.search(text)
@@ -279,15 +281,22 @@ def _thread_name(text: str) -> str:
         block, group, warp = found.groups()
         name = f"warpgroup {group} of block {block}"
         return f"warp {warp} of {name}" if warp is not None else name
-    parts = [p.strip() for p in text.split(",")]
+    parts = [p.strip() for p in text.strip("()").split(",")]
     if len(parts) == 2 and all(p.isdigit() for p in parts):
-        device, thread = parts
-        return f"thread {thread}" + (f" of device {device}" if device != "0" else "")
+        device, index = parts
+        name = f"{unit} {index}"
+        if device == "0":
+            return name
+        dma = " (or a DMA, numbered as a device)" if unit == "core" else ""
+        return f"{name} of device {device}{dma}"
     return text
 
 
-def parse_races(text: str) -> list[tuple[GpuRaceAccess, GpuRaceAccess]]:
-    """The races in the interpreter's report (pairs of accesses), in order."""
+def parse_races(text: str, unit: str = "thread") -> list[tuple[GpuRaceAccess, GpuRaceAccess]]:
+    """The races in the interpreter's report (pairs of accesses), in order.
+
+    `unit` names who runs the kernel: "thread" (Mosaic GPU), "core" (TPU).
+    """
     races = []
     for block in text.split(_RACE_MARK)[1:]:
         accesses = []
@@ -299,7 +308,7 @@ def parse_races(text: str) -> list[tuple[GpuRaceAccess, GpuRaceAccess]]:
                 GpuRaceAccess(
                     access=found.group("access"),
                     memory=_memory_name(found.group("key")),
-                    thread=_thread_name(found.group("thread")),
+                    thread=_thread_name(found.group("thread"), unit),
                     location=(
                         SourceLocation(found.group("file"), int(found.group("line")))
                         if found.group("file")
@@ -382,11 +391,11 @@ def guarded_gpu_interpreter() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def race_capture() -> Iterator[list[tuple[GpuRaceAccess, GpuRaceAccess]]]:
+def race_capture(unit: str = "thread") -> Iterator[list[tuple[GpuRaceAccess, GpuRaceAccess]]]:
     """Collects the races the interpreter reports in the block (filled when it ends).
 
     Reports are printed (older JAX) or logged (0.12): both are taken, neither shown.
-    The block is `guarded_gpu_interpreter`.
+    The block is `guarded_gpu_interpreter`. `unit` as `parse_races` takes it.
     """
     texts: list[str] = []
     found: list[tuple[GpuRaceAccess, GpuRaceAccess]] = []
@@ -401,7 +410,7 @@ def race_capture() -> Iterator[list[tuple[GpuRaceAccess, GpuRaceAccess]]]:
     finally:
         sys.stdout = previous
         root.removeHandler(handler)
-        found.extend(parse_races("\n".join(texts)))
+        found.extend(parse_races("\n".join(texts), unit))
 
 
 # ---------------------------------------------------------------------------

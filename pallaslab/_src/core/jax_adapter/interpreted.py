@@ -141,8 +141,7 @@ def reset(interpreter: str) -> None:
     if interpreter == MOSAIC_GPU:
         gpu_interpret.reset_gpu_interpreter()
         return
-    for module in ("jax._src.pallas.mosaic.interpret.interpret_pallas_call",):
-        reset_state = getattr(_optional(module), "reset_tpu_interpret_mode_state", None)
-        if callable(reset_state):
-            reset_state()
-            return
+    module = _optional("jax._src.pallas.mosaic.interpret.interpret_pallas_call")
+    reset_state = getattr(module, "reset_tpu_interpret_mode_state", None)
+    if callable(reset_state):
+        reset_state()

@@ -17,7 +17,6 @@ running them again there, on the operands the test gave them:
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Collection, Sequence
 
 import jax
@@ -129,7 +128,7 @@ def _run(
         return outputs
 
     stopped = None
-    with jax_adapter.race_capture() as races:
+    with jax_adapter.race_capture("core" if interpreter == adapter.TPU else "thread") as races:
         try:
             outputs = once(out_of_bounds_reads)
         except Exception as error:
@@ -150,11 +149,7 @@ def _race_findings(
 ) -> list[SanitizerFinding]:
     found = []
     for reported_race in gpu_interpreting.races(reported, ()):
-        race = _write_first(reported_race)
-        threads = race.threads
-        if interpreter == adapter.TPU:
-            threads = (_tpu_side(threads[0]), _tpu_side(threads[1]))
-        race = dataclasses.replace(race, kernel=name, threads=threads)
+        race = dataclasses.replace(_write_first(reported_race), kernel=name)
         found.append(
             SanitizerFinding(
                 kind="race",
@@ -192,25 +187,6 @@ def _write_first(race: InterpreterRace) -> InterpreterRace:
         location=race.other_location,
         other_location=race.location,
     )
-
-
-def _tpu_side(thread: str) -> str:
-    """Who made an access, as Pallas' TPU interpreter numbers them.
-
-    It reports a device and a core: "thread 0 of device 7" (jax 0.10, as read by
-    `parse_races`) or "(7, 0)" (0.12). A DMA runs as a device of its own, numbered
-    past the real ones.
-    """
-    numbers = [int(n) for n in re.findall(r"\d+", thread)]
-    if thread.startswith("thread") and numbers:
-        core, device = numbers[0], (numbers[1] if len(numbers) > 1 else 0)
-    elif thread.startswith("(") and len(numbers) == 2:
-        device, core = numbers
-    else:
-        return thread
-    if device == 0:
-        return f"core {core}"
-    return f"core {core} of device {device} (or a DMA, numbered as a device)"
 
 
 def _out_of_bounds(
