@@ -132,17 +132,32 @@ def run_cell(page: Any, index: int, timeout: int = KERNEL_TIMEOUT_MS) -> Any:
     returns the cell's locator.
     """
     cell = notebook_cell(page, index)
-    cell.scroll_into_view_if_needed()
-    cell.locator(".jp-InputPrompt").first.click()
-    page.keyboard.press("Shift+Enter")
     prompt = cell.locator(".jp-InputArea-prompt").first
+    before = prompt.text_content() or ""
+    # The prompt reads "[*]" once the run started and "[n]" once it ended; a cell run
+    # before must show a prompt other than its old one.
+    shows = """([cell, pattern, before]) => {
+        const text = cell.querySelector('.jp-InputArea-prompt')?.textContent ?? '';
+        return text !== before && new RegExp(pattern).test(text);
+    }"""
+    for attempt in range(3):
+        cell.scroll_into_view_if_needed()
+        cell.locator(".jp-InputPrompt").first.click()
+        page.keyboard.press("Shift+Enter")
+        # JupyterLab drops a run asked for while the notebook's kernel is still being
+        # started (the prompt stays as it was): only a dropped run is asked for again.
+        try:
+            page.wait_for_function(
+                shows, arg=[cell.element_handle(), r"\[[*\d]+\]", before], timeout=20_000
+            )
+            break
+        except Exception:
+            if attempt == 2:
+                screenshot(page, f"cell-{index}-did-not-start")
+                raise
     try:
-        expect_count = re.compile(r"\[\d+\]")
         page.wait_for_function(
-            """([cell, pattern]) => new RegExp(pattern).test(
-                cell.querySelector('.jp-InputArea-prompt')?.textContent ?? '')""",
-            arg=[cell.element_handle(), expect_count.pattern],
-            timeout=timeout,
+            shows, arg=[cell.element_handle(), r"\[\d+\]", before], timeout=timeout
         )
         wait_idle(page, timeout)
     except Exception:
