@@ -31,6 +31,7 @@ from pallaslab._src.core.lowering import (
     compare,
     sourcemap,
     toolchains,
+    xla_gpu,
     xla_gpu_texts,
     xla_gpu_worker,
 )
@@ -662,3 +663,16 @@ def test_a_kernel_mosaic_gpu_cannot_take_says_why_it_went_to_triton():
     report = lowered.stage("ptxas").text
     spills = int(re.search(r"(\d+) bytes spill stores", report).group(1))
     assert lowered.resources.spill_store_bytes == spills > 0
+
+
+@needs_gpu_compile
+def test_a_waiting_worker_whose_parent_went_away_removes_its_folder():
+    # A parent killed outright runs no clean-up: its waiting worker sees stdin close
+    # and must remove the folder made for it (the oracle: the folder is gone).
+    worker = xla_gpu._spawn(gpu_toolchain.toolchain(), on_device=False)
+    root = worker.root
+    assert (root / "cuda" / "bin" / "ptxas").exists()
+    worker.process.communicate("", timeout=300)  # stdin closed, no request sent
+    assert worker.process.returncode == 0
+    assert not root.exists()
+    worker.discard()  # the parent's own clean-up finds nothing left, and says nothing

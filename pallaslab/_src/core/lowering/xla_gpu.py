@@ -207,7 +207,7 @@ def _spawn(chain: gpu_toolchain.Toolchain, on_device: bool) -> _Worker:
         "TF_CPP_MIN_LOG_LEVEL": "3",
     }
     process = subprocess.Popen(
-        [sys.executable, str(WORKER), "--wait", str(SPARE_IDLE_SECONDS)],
+        [sys.executable, str(WORKER), "--wait", str(SPARE_IDLE_SECONDS), str(root)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,7 +1,7 @@
 """A worker process that compiles exported functions with XLA for a GPU it does not have.
 
-Run as a script (`python xla_gpu_worker.py REQUEST.json`, or `--wait SECONDS` to import
-JAX first and then read the request's path from stdin), never imported by pallaslab:
+Run as a script (`python xla_gpu_worker.py REQUEST.json`, or `--wait SECONDS FOLDER` to
+import JAX first and then read the request's path from stdin), never imported by pallaslab:
 JAX's CUDA plugin, the compile-only device and the dump settings live and die with
 this process, so a crash or a stuck compile cannot take the user's kernel with it.
 Only the standard library, JAX and `worker_request` (beside it) are imported here
@@ -28,6 +28,7 @@ import os
 import pickle
 import re
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -339,12 +340,19 @@ def _wait_for_request(idle_seconds: float) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point: `xla_gpu_worker.py REQUEST.json`, or `--wait SECONDS` (path on stdin)."""
+    """Entry point: `xla_gpu_worker.py REQUEST.json`, or `--wait SECONDS FOLDER`.
+
+    A waiting worker that gets no request (idle too long, or its parent went away:
+    stdin closed, as when the parent is killed and cannot clean up) removes FOLDER,
+    the working folder its parent made for it.
+    """
     path = argv[1]
     if path == "--wait":
         path = _wait_for_request(float(argv[2]))
         if not path:
-            return 0  # idle for too long, or the parent went away
+            if len(argv) > 3:
+                shutil.rmtree(argv[3], ignore_errors=True)
+            return 0
     return answer(path, compile_request, "XLA GPU")
 
 
