@@ -1341,7 +1341,7 @@ class TestVersionShapes:
         import sys
         import types
 
-        from pallaslab._src.core.jax_adapter import chips, lowering
+        from pallaslab._src.core.jax_adapter import chips, lowering, probes
 
         assert lowering.tpu_chip_known("v5e")  # the installed JAX's own form, for real
 
@@ -1359,16 +1359,16 @@ class TestVersionShapes:
 
         # 0.10, 0.11: the lookups live in Pallas' own tpu_info module.
         pallas = info_module("jax._src.pallas.mosaic.tpu_info")
-        monkeypatch.setattr(chips, "_optional", {pallas.__name__: pallas}.get)
+        monkeypatch.setattr(probes, "optional_module", {pallas.__name__: pallas}.get)
         assert chips._info_module() is pallas
         # main: jax._src.tpu_info defines them and Pallas' module forwards to it.
         moved = info_module("jax._src.tpu_info")
         forwarding = info_module("jax._src.pallas.mosaic.tpu_info", moved.get_device_kind)
         found = {moved.__name__: moved, forwarding.__name__: forwarding}
-        monkeypatch.setattr(chips, "_optional", found.get)
+        monkeypatch.setattr(probes, "optional_module", found.get)
         assert chips._info_module() is moved
         # Only the forwarding module importable: still the module that defines them.
-        monkeypatch.setattr(chips, "_optional", {forwarding.__name__: forwarding}.get)
+        monkeypatch.setattr(probes, "optional_module", {forwarding.__name__: forwarding}.get)
         assert chips._info_module() is moved
 
     def test_kernel_modules_are_parsed_in_a_private_mlir_context(self, monkeypatch):

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import importlib
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -29,6 +28,7 @@ from typing import Any
 
 import jax
 
+from pallaslab._src.core.jax_adapter import probes
 from pallaslab._src.core.jax_adapter.probes import trace_state
 from pallaslab._src.records import hardware
 
@@ -62,13 +62,6 @@ _install_lock = threading.Lock()
 _installed: list[str] = []
 
 
-def _optional(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError:  # pragma: no cover - depends on the JAX version
-        return None
-
-
 # The chosen chip (a `_Chip`, or None): part of JAX's trace context and jit key.
 _STATE = trace_state("pallaslab_tpu_chip", None)
 
@@ -76,7 +69,7 @@ _STATE = trace_state("pallaslab_tpu_chip", None)
 def _info_module() -> Any:
     """The module that defines the lookups (the one their globals name)."""
     for name in _INFO_MODULES:
-        module = _optional(name)
+        module = probes.optional_module(name)
         if module is not None and hasattr(module, "get_device_kind"):
             return sys.modules[module.get_device_kind.__module__]
     return None
@@ -220,7 +213,7 @@ def install() -> list[str]:
         if _installed:
             return list(_installed)
         for name in ("jax.experimental.pallas.tpu", _MOSAIC_CORE, *_INFO_MODULES):
-            _optional(name)
+            probes.optional_module(name)
         module = _info_module()
         if module is None:  # pragma: no cover - a JAX without Pallas TPU
             return []
@@ -234,7 +227,7 @@ def install() -> list[str]:
             if callable(original):
                 rebind(original, wrap(original))
                 _installed.append(name)
-        mesh_module = _optional(_MOSAIC_CORE)
+        mesh_module = probes.optional_module(_MOSAIC_CORE)
         default_cores = getattr(mesh_module, "_get_default_num_cores", None)
         create_mesh = getattr(mesh_module, "create_tensorcore_mesh", None)
         if callable(default_cores):  # newer JAX: one lookup, also for TensorCoreMesh(...)

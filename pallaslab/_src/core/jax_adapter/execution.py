@@ -13,7 +13,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from pallaslab._src.core.jax_adapter import gpu_interpret, observe
+from pallaslab._src.core.jax_adapter import gpu_interpret, observe, probes
 from pallaslab._src.core.jax_adapter.kernels import KernelSite, mesh_backend, mesh_of
 from pallaslab._src.core.jax_adapter.kernels.convert import backend_of
 from pallaslab._src.core.jax_adapter.probes import (
@@ -218,7 +218,7 @@ def prefer_mosaic_gpu() -> Iterator[None]:
 
 
 def _mosaic_gpu_params() -> Any:
-    module = _optional_module("jax.experimental.pallas.mosaic_gpu")
+    module = probes.optional_module("jax.experimental.pallas.mosaic_gpu")
     return module.CompilerParams()
 
 
@@ -266,7 +266,7 @@ def _install_observed_mpmd_map() -> None:
     `pallas_call`'s registered rule; this rule lowers them as JAX does, then tells the
     observer (`observe.after_lowering`).
     """
-    mpmd = _optional_module("jax._src.pallas.mpmd")
+    mpmd = probes.optional_module("jax._src.pallas.mpmd")
     primitive = getattr(mpmd, "mpmd_map_p", None)
     jax_rule = _registered_rule(primitive)
     if primitive is None or jax_rule is None or mlir_module is None:
@@ -383,18 +383,11 @@ def mesh_interpreter(params: dict[str, Any]) -> Any:
     if mesh_backend(mesh_of(params)) == "mosaic_gpu":
         return gpu_interpret.make_params(**gpu_interpret_options())
     if mesh_backend(mesh_of(params)) == "mosaic_tpu":
-        tpu = _optional_module("jax.experimental.pallas.tpu")
+        tpu = probes.optional_module("jax.experimental.pallas.tpu")
         make = getattr(tpu, "InterpretParams", None)
         if make is not None:
             return make()
     return True
-
-
-def _optional_module(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError:  # pragma: no cover - depends on the JAX version
-        return None
 
 
 def install_platform_rule(platform: str) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import importlib
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -34,7 +33,7 @@ from typing import Any
 
 import jax
 
-from pallaslab._src.core.jax_adapter import chips
+from pallaslab._src.core.jax_adapter import chips, probes
 from pallaslab._src.core.jax_adapter.probes import trace_state
 from pallaslab._src.records import hardware
 
@@ -128,13 +127,6 @@ _install_lock = threading.Lock()
 _installed: list[str] = []
 
 
-def _optional(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError:  # pragma: no cover - depends on the JAX version
-        return None
-
-
 def _state() -> _State | None:
     return _STATE.value if _STATE is not None else None
 
@@ -203,7 +195,7 @@ def install() -> list[str]:
         if _installed:
             return list(_installed)
         for name in _ARCH_MODULES:
-            module = _optional(name)
+            module = probes.optional_module(name)
             original = getattr(module, "_infer_arch", None)
             if callable(original) and original.__module__ == name:
                 chips.rebind(original, _wrap_arch(original))
@@ -216,7 +208,7 @@ def install() -> list[str]:
                 wrapped = _wrap_devices(original, f"jax.{attribute}()", position)
                 setattr(jax, attribute, wrapped)
                 _installed.append(f"jax.{attribute}")
-        backend = _optional("jax.extend.backend")
+        backend = probes.optional_module("jax.extend.backend")
         original = getattr(backend, "get_default_device", None)
         if callable(original):
             backend.get_default_device = _wrap_default_device(original)

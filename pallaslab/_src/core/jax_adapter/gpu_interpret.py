@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import importlib
 import io
 import logging
 import re
@@ -32,6 +31,7 @@ from typing import Any
 
 import jax
 
+from pallaslab._src.core.jax_adapter import probes
 from pallaslab._src.records import SourceLocation
 
 _PARAMS_MODULE = "jax._src.pallas.mosaic_gpu.interpret.params"
@@ -41,16 +41,9 @@ _RACE_MARK = "RACE DETECTED"
 SINCE = "0.10.0"
 
 
-def _optional(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError:  # pragma: no cover - depends on the JAX version
-        return None
-
-
 def params_class() -> Any:
     """`InterpretGPUParams`, or None where this JAX has no Mosaic GPU interpreter."""
-    return getattr(_optional(_PARAMS_MODULE), "InterpretGPUParams", None)
+    return getattr(probes.optional_module(_PARAMS_MODULE), "InterpretGPUParams", None)
 
 
 def unavailable() -> str | None:
@@ -71,7 +64,7 @@ def _fields() -> set[str]:
 
 def gpu_interpreter_runs(primitive: str) -> bool:
     """Whether this JAX's Mosaic GPU interpreter has a rule for `primitive` ("tcgen05_mma")."""
-    rules = _optional("jax._src.pallas.mosaic_gpu.interpret.jaxpr_interpret")
+    rules = probes.optional_module("jax._src.pallas.mosaic_gpu.interpret.jaxpr_interpret")
     name = f"_interpret_{primitive}_p"
     # A function of the module, or a method of its interpreter class (0.12).
     holders = [rules, *(v for v in vars(rules).values() if isinstance(v, type))] if rules else []
@@ -126,7 +119,7 @@ def _install_guard() -> None:
     """Wraps the interpreter's thread runner and barriers (once; where this JAX has them)."""
     if _guard_installed:
         return
-    threads = _optional(_THREAD_MAP_MODULE)
+    threads = probes.optional_module(_THREAD_MAP_MODULE)
     run = getattr(threads, "_run_jaxpr", None)
     if callable(run):
 
@@ -141,7 +134,7 @@ def _install_guard() -> None:
 
         threads._run_jaxpr = run_jaxpr
         _guard_installed.append("thread_map._run_jaxpr")
-    barrier: Any = getattr(_optional(_SHARED_MEMORY_MODULE), "Barrier", None)
+    barrier: Any = getattr(probes.optional_module(_SHARED_MEMORY_MODULE), "Barrier", None)
     init = getattr(barrier, "__init__", None)
     if isinstance(barrier, type) and callable(init):
 
@@ -192,7 +185,7 @@ def is_params(value: Any) -> bool:
 
 def reset_gpu_interpreter() -> None:
     """Resets the interpreter's shared state (needed after an exception inside it)."""
-    callbacks = _optional(_CALLBACKS_MODULE)
+    callbacks = probes.optional_module(_CALLBACKS_MODULE)
     for name in ("reset_gpu_interpret_mode_state",):
         reset_state = getattr(callbacks, name, None)
         if callable(reset_state):
@@ -253,11 +246,11 @@ def _memory_spaces() -> dict[int, Any]:
     `GPU_MEMORY_SPACE_BY_IDX` (jax 0.10), or the inverse of `IDX_BY_GPU_MEMORY_SPACE`
     (in `shared_memory` from 0.12).
     """
-    callbacks = _optional(_CALLBACKS_MODULE)
+    callbacks = probes.optional_module(_CALLBACKS_MODULE)
     by_id = getattr(callbacks, "GPU_MEMORY_SPACE_BY_IDX", None)
     if by_id is not None:
         return dict(by_id)
-    for module in (callbacks, _optional(_SHARED_MEMORY_MODULE)):
+    for module in (callbacks, probes.optional_module(_SHARED_MEMORY_MODULE)):
         ids = getattr(module, "IDX_BY_GPU_MEMORY_SPACE", None)
         if ids is not None:
             return {index: space for space, index in ids.items()}

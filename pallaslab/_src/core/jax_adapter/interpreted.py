@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pallaslab._src.core.jax_adapter import gpu_interpret, observe
+from pallaslab._src.core.jax_adapter import gpu_interpret, observe, probes
 from pallaslab._src.core.jax_adapter.emulation import interpret_kind
 
 MOSAIC_GPU = "mosaic_gpu"
@@ -35,16 +34,9 @@ _PRIMITIVES = {
 }
 
 
-def _optional(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ImportError:  # pragma: no cover - depends on the JAX version
-        return None
-
-
 def tpu_params_class() -> Any:
     """Pallas' TPU interpreter's `InterpretParams`, or None where this JAX lacks it."""
-    return getattr(_optional(_TPU_PARAMS_MODULE), "InterpretParams", None)
+    return getattr(probes.optional_module(_TPU_PARAMS_MODULE), "InterpretParams", None)
 
 
 def interpreter_of(lowered: observe.LoweredKernel) -> str:
@@ -123,7 +115,9 @@ def rerun(
 ) -> list[np.ndarray]:
     """Runs the kernel again, as lowered, with `interpret` as its interpreter's params."""
     module_name, attribute = _PRIMITIVES.get(lowered.primitive, ("", ""))
-    primitive = getattr(_optional(module_name), attribute, None) if module_name else None
+    primitive = (
+        getattr(probes.optional_module(module_name), attribute, None) if module_name else None
+    )
     if primitive is None:
         raise NotImplementedError(f"cannot run a {lowered.primitive} again on this JAX")
     params = dict(lowered.params, interpret=interpret)
@@ -141,7 +135,7 @@ def reset(interpreter: str) -> None:
     if interpreter == MOSAIC_GPU:
         gpu_interpret.reset_gpu_interpreter()
         return
-    module = _optional("jax._src.pallas.mosaic.interpret.interpret_pallas_call")
+    module = probes.optional_module("jax._src.pallas.mosaic.interpret.interpret_pallas_call")
     reset_state = getattr(module, "reset_tpu_interpret_mode_state", None)
     if callable(reset_state):
         reset_state()

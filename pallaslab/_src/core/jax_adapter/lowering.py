@@ -14,7 +14,6 @@ import base64
 import contextlib
 import dataclasses
 import functools
-import importlib
 import json
 import pickle
 import sys
@@ -25,7 +24,7 @@ from typing import Any
 
 import jax
 
-from pallaslab._src.core.jax_adapter import chips, execution, gpu_chips
+from pallaslab._src.core.jax_adapter import chips, execution, gpu_chips, probes
 from pallaslab._src.core.jax_adapter.kernels import KernelSite, find_kernel_sites, user_location
 from pallaslab._src.core.jax_adapter.probes import (
     PALLAS_CALL,
@@ -33,24 +32,14 @@ from pallaslab._src.core.jax_adapter.probes import (
 )
 from pallaslab._src.records import SourceLocation, hardware
 
-
-def _optional(name: str, attribute: str = "") -> Any:
-    """A private module (or a module's attribute), or None when this JAX lacks it."""
-    try:
-        module = importlib.import_module(name)
-    except ImportError:  # pragma: no cover - depends on the JAX version
-        return None
-    return getattr(module, attribute, None) if attribute else module
-
-
 # Private modules, imported defensively: each missing one disables one target.
-jax_config = _optional("jax._src.config")
-jax_mlir = _optional("jax._src.interpreters.mlir")
-ir = _optional("jax._src.lib.mlir", "ir")
-passmanager = _optional("jax._src.lib.mlir", "passmanager")
-jax_triton = _optional("jax._src.lib.triton")
-jax_tpu = _optional("jax._src.lib", "tpu")
-jax_mosaic_gpu = _optional("jax._src.lib", "mosaic_gpu_dialect")
+jax_config = probes.optional_module("jax._src.config")
+jax_mlir = probes.optional_module("jax._src.interpreters.mlir")
+ir = probes.optional_module("jax._src.lib.mlir", "ir")
+passmanager = probes.optional_module("jax._src.lib.mlir", "passmanager")
+jax_triton = probes.optional_module("jax._src.lib.triton")
+jax_tpu = probes.optional_module("jax._src.lib", "tpu")
+jax_mosaic_gpu = probes.optional_module("jax._src.lib", "mosaic_gpu_dialect")
 
 
 def _require(module: Any, name: str) -> Any:
@@ -122,7 +111,7 @@ def kernel_function(site: KernelSite) -> Callable[..., Any]:
     if site.primitive == "core_map":
         # `pl.core_map` writes refs it closes over: lowered inside a `run_state`
         # over its operands, as the program that ran it does.
-        run_state = _optional("jax.experimental.pallas", "run_state")
+        run_state = probes.optional_module("jax.experimental.pallas", "run_state")
 
         def run_on_refs(*args: Any) -> Any:
             return run_state(lambda refs: primitive.bind(*refs, **params))(tuple(args))
@@ -140,7 +129,9 @@ def with_vmem_limit(site: KernelSite, limit: int) -> KernelSite | None:
     """
     if site.primitive != PALLAS_CALL:
         return None
-    tpu_params: Any = getattr(_optional("jax._src.pallas.mosaic.core"), "CompilerParams", None)
+    tpu_params: Any = getattr(
+        probes.optional_module("jax._src.pallas.mosaic.core"), "CompilerParams", None
+    )
     current: Any = site.params.get("compiler_params")
     if not isinstance(tpu_params, type) or not hasattr(tpu_params, "__dataclass_fields__"):
         return None
@@ -265,7 +256,7 @@ _BACKEND_REGISTRATIONS = (
 @functools.cache
 def _register_pallas_backends() -> None:
     for name in _BACKEND_REGISTRATIONS:
-        _optional(name)
+        probes.optional_module(name)
 
 
 def lower_module(
@@ -500,7 +491,9 @@ def mosaic_gpu_default_semantics() -> str:
     Lane semantics up to jax 0.10, warpgroup semantics from 0.11 (the default of
     `plgpu.CompilerParams.lowering_semantics`); "" when this JAX does not say.
     """
-    params = getattr(_optional("jax._src.pallas.mosaic_gpu.core"), "CompilerParams", None)
+    params = getattr(
+        probes.optional_module("jax._src.pallas.mosaic_gpu.core"), "CompilerParams", None
+    )
     if params is None or not dataclasses.is_dataclass(params):
         return ""
     for field in dataclasses.fields(params):

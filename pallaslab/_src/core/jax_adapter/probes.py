@@ -18,6 +18,7 @@ __all__ = [
     "feature_notice",
     "jax_core",
     "mlir_module",
+    "optional_module",
     "pallas_call_module",
     "source_info_util",
     "state_indexing",
@@ -79,6 +80,15 @@ CALL_PRIMITIVES = frozenset(
         "checkpoint",
     }
 )
+
+
+def optional_module(name: str, attribute: str = "") -> Any:
+    """A private module (or one of its attributes), or None where this JAX lacks it."""
+    try:
+        module = importlib.import_module(name)
+    except ImportError:  # pragma: no cover - depends on the JAX version
+        return None
+    return getattr(module, attribute, None) if attribute else module
 
 
 def trace_state(name: str, default: Any) -> Any:
