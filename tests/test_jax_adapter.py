@@ -1437,7 +1437,7 @@ class TestVersionShapes:
         from jax._src.pallas.mosaic.interpret import thread_map
         from jax._src.pallas.mosaic_gpu.interpret import shared_memory
 
-        gpu_interpret._install_guard()
+        gpu_interpret.install_guard()
         assert gpu_interpret._guard_installed == ["thread_map._run_jaxpr", "shared_memory.Barrier"]
         assert callable(thread_map._run_jaxpr.__wrapped__)
         import inspect as pyinspect

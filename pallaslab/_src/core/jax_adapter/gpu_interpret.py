@@ -115,7 +115,7 @@ class _GivingUpCondition(threading.Condition):
         return False
 
 
-def _install_guard() -> None:
+def install_guard() -> None:
     """Wraps the interpreter's thread runner and barriers (once; where this JAX has them)."""
     if _guard_installed:
         return
@@ -157,7 +157,7 @@ def make_params(*, detect_races: bool = True, out_of_bounds_reads: str = "raise"
     cls = params_class()
     if cls is None:
         raise NotImplementedError(unavailable())
-    _install_guard()
+    install_guard()
     fields = _fields()
     options: dict[str, Any] = {}
     if "detect_races" in fields:

@@ -86,7 +86,7 @@ def interpret_params(
     if cls is None:
         raise NotImplementedError(unavailable(interpreter))
     if interpreter == MOSAIC_GPU:
-        gpu_interpret.make_params()  # its guard against hung threads, installed once
+        gpu_interpret.install_guard()  # against hung threads, once
     fields = {f.name for f in dataclasses.fields(cls)}
     wanted = {
         "detect_races": detect_races,
