@@ -64,9 +64,8 @@ class Sanitizer:
     def __init__(self, options: SanitizerOptions | None = None) -> None:
         self.options = options or SanitizerOptions()
         self._captures: dict[Any, Capture] = {}
-        self._order: list[Capture] = []
+        self._unchecked: list[Capture] = []  # in the order first lowered
         self._done: list[tuple[int, SanitizedCall]] = []  # (capture's index, its check)
-        self._checked: set[int] = set()
         self._nodeid = ""
         self._lock = threading.Lock()
         self._installed = False
@@ -113,10 +112,10 @@ class Sanitizer:
         with contextlib.suppress(Exception):
             jax.effects_barrier()
         with self._lock:
-            pending = [
-                c for c in self._order if id(c) not in self._checked and (c.runs or c.refused)
-            ]
-            self._checked.update(id(c) for c in pending)
+            # Only programs not checked yet are looked at: a long suite's finished ones
+            # are never scanned again.
+            pending = [c for c in self._unchecked if c.runs or c.refused]
+            self._unchecked = [c for c in self._unchecked if not (c.runs or c.refused)]
             deferred, self._deferred = self._deferred, []
         if self.options.background:
             pending = [c for c in pending if not self._hand_over(c)]
@@ -188,13 +187,13 @@ class Sanitizer:
             capture = self._captures.get(key)
             if capture is None:
                 capture = Capture(
-                    index=len(self._order),
+                    index=len(self._captures),
                     lowered=lowered,
                     config=observe.config_snapshot(),
                     refused=decisions.refusal(lowered, self.options.max_bytes),
                 )
                 self._captures[key] = capture
-                self._order.append(capture)
+                self._unchecked.append(capture)
         if capture.refused and lowered.unreadable:
             # Its values cannot reach a callback: counted as run where it is lowered.
             capture.runs = max(capture.runs, 1)
