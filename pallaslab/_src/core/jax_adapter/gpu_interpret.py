@@ -158,15 +158,20 @@ def make_params(*, detect_races: bool = True, out_of_bounds_reads: str = "raise"
     if cls is None:
         raise NotImplementedError(unavailable())
     install_guard()
-    fields = _fields()
-    options: dict[str, Any] = {}
-    if "detect_races" in fields:
-        options["detect_races"] = detect_races
-    if "on_race" in fields:  # 0.12: "raise" by default; keep running, report them all
-        options["on_race"] = "warn"
-    if "out_of_bounds_reads" in fields:
-        options["out_of_bounds_reads"] = out_of_bounds_reads
-    return cls(**options)
+    return cls(
+        **checking_options(cls, detect_races=detect_races, out_of_bounds_reads=out_of_bounds_reads)
+    )
+
+
+def checking_options(params_cls: type, **wanted: Any) -> dict[str, Any]:
+    """`wanted` (and races reported, not raised) limited to the fields `params_cls` has.
+
+    For either interpreter's params: each JAX has its own subset of these fields.
+    """
+    # 0.12 raises on the first race by default: keep running and report them all.
+    options = {"on_race": "warn", **wanted}
+    fields = {f.name for f in dataclasses.fields(params_cls)}
+    return {name: value for name, value in options.items() if name in fields}
 
 
 # Why a Mosaic GPU kernel runs in that interpreter on a CPU, for the run's notice.

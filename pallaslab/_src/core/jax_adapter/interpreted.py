@@ -87,14 +87,12 @@ def interpret_params(
         raise NotImplementedError(unavailable(interpreter))
     if interpreter == MOSAIC_GPU:
         gpu_interpret.install_guard()  # against hung threads, once
-    fields = {f.name for f in dataclasses.fields(cls)}
-    wanted = {
-        "detect_races": detect_races,
-        "on_race": "warn",  # 0.12 raises on the first race by default: report them all
-        "out_of_bounds_reads": out_of_bounds_reads,
-        "uninitialized_memory": uninitialized_memory,
-    }
-    chosen = {name: value for name, value in wanted.items() if name in fields}
+    chosen = gpu_interpret.checking_options(
+        cls,
+        detect_races=detect_races,
+        out_of_bounds_reads=out_of_bounds_reads,
+        uninitialized_memory=uninitialized_memory,
+    )
     original = lowered.params.get("interpret")
     if isinstance(original, cls):
         return dataclasses.replace(original, **chosen)
